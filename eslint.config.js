@@ -1,0 +1,27 @@
+// @ts-check
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'migrations/**', '.agentloom/**', 'coverage/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' },
+      ],
+    },
+  },
+  {
+    files: ['bin/**/*.js'],
+    languageOptions: { globals: { URL: 'readonly', process: 'readonly', console: 'readonly' } },
+  },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts', 'drizzle.config.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

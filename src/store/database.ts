@@ -1,0 +1,122 @@
+/**
+ * Opening the database: the same drizzle schema over node-postgres (a pool plus one LISTEN connection) or over
+ * PGlite (Postgres in WASM, on disk or in memory). Everything above this file sees only {@link Database}.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import type { SQL } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import pg from 'pg';
+import { mkdirSync } from 'node:fs';
+import { AgentloomError } from '../core/errors.js';
+import * as schema from './schema.js';
+
+/** A drizzle database or transaction over the agentloom schema, whatever the driver. */
+export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
+
+/** Where the data lives: a PostgreSQL URL, or PGlite on disk (a directory) or in memory. */
+export type DatabaseTarget = string | { pglite: string };
+
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /** Maximum pooled connections for PostgreSQL. Default 10. Ignored by PGlite (one connection). */
+  poolSize?: number;
+}
+
+/** An open database: drizzle, a way to LISTEN on a channel, and close. */
+export interface Database {
+  readonly kind: 'postgres' | 'pglite';
+  readonly db: Db;
+  /** Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. */
+  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+/** Opens a database (does not migrate; see `migrate`). */
+export async function openDatabase(
+  target: DatabaseTarget,
+  options: OpenDatabaseOptions = {},
+): Promise<Database> {
+  if (typeof target === 'string') return openPostgres(target, options.poolSize ?? 10);
+  return openPglite(target.pglite);
+}
+
+async function openPostgres(url: string, poolSize: number): Promise<Database> {
+  if (!/^postgres(ql)?:\/\//.test(url)) {
+    throw new AgentloomError(
+      'CONFIG',
+      `database URL must start with postgres:// or postgresql://, got "${url}"`,
+      {
+        details: { field: 'database' },
+      },
+    );
+  }
+  const pool = new pg.Pool({ connectionString: url, max: poolSize });
+  // An idle client that loses its connection emits 'error' on the pool; without a listener it would crash the process.
+  pool.on('error', () => undefined);
+  const db = drizzlePg({ client: pool, schema }) as unknown as Db;
+  let listener: pg.Client | undefined;
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  const ensureListener = async (): Promise<pg.Client> => {
+    if (listener) return listener;
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => undefined);
+    client.on('notification', (msg) => {
+      for (const handler of handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
+    });
+    await client.connect();
+    listener = client;
+    return client;
+  };
+  return {
+    kind: 'postgres',
+    db,
+    async listen(channel, onPayload) {
+      const client = await ensureListener();
+      let set = handlers.get(channel);
+      if (!set) {
+        set = new Set();
+        handlers.set(channel, set);
+        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      }
+      set.add(onPayload);
+      return async () => {
+        set.delete(onPayload);
+      };
+    },
+    async close() {
+      await listener?.end().catch(() => undefined);
+      await pool.end();
+    },
+  };
+}
+
+async function openPglite(location: string): Promise<Database> {
+  let client: PGlite;
+  if (location === 'memory' || location === ':memory:') {
+    client = new PGlite();
+  } else {
+    mkdirSync(location, { recursive: true });
+    client = new PGlite(location);
+  }
+  await client.waitReady;
+  const db = drizzlePglite({ client, schema }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    async listen(channel, onPayload) {
+      const unsubscribe = await client.listen(channel, onPayload);
+      return unsubscribe;
+    },
+    async close() {
+      if (!client.closed) await client.close();
+    },
+  };
+}
+
+/** Runs a raw SQL query and returns its rows (node-postgres and PGlite both answer with `{ rows }`). */
+export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
+  const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}

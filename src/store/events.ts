@@ -1,0 +1,210 @@
+/**
+ * Appending and reading events. An append is one transaction: it assigns the next per-session `seq` under the
+ * session row lock (so seq order is commit order), applies the event's `stateDelta` and `appendToState` to
+ * the right scope rows, inserts the event and NOTIFYs followers — all or nothing.
+ */
+import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { AgentloomError } from '../core/errors.js';
+import { eventSchema, newEventSchema, type Event, type NewEvent } from '../core/event.js';
+import { newId } from '../core/ids.js';
+import type { Db } from './database.js';
+import { appStates, events, invocations, sessions, userStates } from './schema.js';
+import { applyToState, splitAppends, splitDelta, touches } from './state.js';
+import { zodIssues } from '../core/validation.js';
+
+/** The NOTIFY channel that carries `{sessionId, seq, invocationId}` of every stored event. */
+export const EVENTS_CHANNEL = 'agentloom_events';
+
+/** Where an event is appended and who produced it. */
+export interface AppendEventInput {
+  sessionId: string;
+  /** Required when the delta has `temp:` keys (they live on the invocation). */
+  invocationId?: string;
+  nodePath?: string;
+  /** Stamped onto the event unless it carries its own branch. */
+  branch?: string;
+  event: NewEvent;
+}
+
+/** The payload of an {@link EVENTS_CHANNEL} notification. */
+export interface EventNotice {
+  sessionId: string;
+  seq: number;
+  invocationId: string | null;
+}
+
+type Json = Record<string, unknown>;
+
+/** Appends one event inside the caller's transaction. Throws VALIDATION / NOT_FOUND before writing anything. */
+export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Event> {
+  const parsed = newEventSchema.safeParse(input.event);
+  if (!parsed.success) {
+    throw new AgentloomError('VALIDATION', `event is malformed: ${zodIssues(parsed.error)}`, {
+      details: { field: 'event' },
+      cause: parsed.error,
+    });
+  }
+  const ev = parsed.data;
+  const delta = splitDelta(ev.actions.stateDelta, 'event.actions.stateDelta');
+  const appends = splitAppends(ev.actions.appendToState ?? []);
+  if (touches(delta, appends, 'temp') && input.invocationId === undefined) {
+    throw new AgentloomError('VALIDATION', 'temp: state keys need an invocation; pass invocationId', {
+      details: { field: 'invocationId' },
+    });
+  }
+
+  // The UPDATE locks the session row until commit: concurrent appends to this session queue here.
+  const [session] = await tx
+    .update(sessions)
+    .set({ lastSeq: sql`${sessions.lastSeq} + 1`, updatedAt: sql`now()` })
+    .where(eq(sessions.id, input.sessionId))
+    .returning({ seq: sessions.lastSeq, state: sessions.state, app: sessions.app, userId: sessions.userId });
+  if (!session) {
+    throw new AgentloomError('NOT_FOUND', `session "${input.sessionId}" does not exist; create it first`, {
+      details: { sessionId: input.sessionId },
+    });
+  }
+  if (touches(delta, appends, 'session')) {
+    await tx
+      .update(sessions)
+      .set({ state: applyToState(session.state, delta.session, appends.session) })
+      .where(eq(sessions.id, input.sessionId));
+  }
+  if (touches(delta, appends, 'app')) await applyAppState(tx, session.app, delta.app, appends.app);
+  if (touches(delta, appends, 'user')) {
+    await applyUserState(tx, session.app, session.userId, delta.user, appends.user);
+  }
+  if (touches(delta, appends, 'temp')) {
+    await applyTempState(tx, input.invocationId as string, delta.temp, appends.temp);
+  }
+
+  // temp: keys are kept on the invocation only, never in stored history (as ADK trims them).
+  const storedDelta = Object.fromEntries(
+    Object.entries(ev.actions.stateDelta).filter(([k]) => !k.startsWith('temp:')),
+  );
+  const storedAppends = ev.actions.appendToState?.filter((a) => !a.key.startsWith('temp:'));
+  const actions = { ...ev.actions, stateDelta: storedDelta, appendToState: storedAppends };
+  if (!storedAppends?.length) delete actions.appendToState;
+  const row = {
+    sessionId: input.sessionId,
+    seq: session.seq,
+    id: ev.id ?? newId('evt'),
+    invocationId: input.invocationId ?? null,
+    nodePath: input.nodePath ?? '',
+    author: ev.author,
+    branch: ev.branch ?? input.branch ?? null,
+    content: (ev.content as Json | undefined) ?? null,
+    actions: actions as Json,
+    longRunningToolIds: ev.longRunningToolIds ?? null,
+    errorCode: ev.errorCode ?? null,
+    errorMessage: ev.errorMessage ?? null,
+  };
+  const [inserted] = await tx.insert(events).values(row).returning({ createdAt: events.createdAt });
+  const notice: EventNotice = {
+    sessionId: input.sessionId,
+    seq: session.seq,
+    invocationId: row.invocationId,
+  };
+  await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
+  return toEvent({ ...row, createdAt: inserted?.createdAt ?? new Date() });
+}
+
+async function applyAppState(tx: Db, app: string, delta: Json, appends: { key: string; value: unknown }[]) {
+  await tx.insert(appStates).values({ app, state: {} }).onConflictDoNothing();
+  const [row] = await tx
+    .select({ state: appStates.state })
+    .from(appStates)
+    .where(eq(appStates.app, app))
+    .for('update');
+  await tx
+    .update(appStates)
+    .set({ state: applyToState(row?.state ?? {}, delta, appends), updatedAt: sql`now()` })
+    .where(eq(appStates.app, app));
+}
+
+async function applyUserState(
+  tx: Db,
+  app: string,
+  userId: string,
+  delta: Json,
+  appends: { key: string; value: unknown }[],
+) {
+  const where = and(eq(userStates.app, app), eq(userStates.userId, userId));
+  await tx.insert(userStates).values({ app, userId, state: {} }).onConflictDoNothing();
+  const [row] = await tx.select({ state: userStates.state }).from(userStates).where(where).for('update');
+  await tx
+    .update(userStates)
+    .set({ state: applyToState(row?.state ?? {}, delta, appends), updatedAt: sql`now()` })
+    .where(where);
+}
+
+async function applyTempState(
+  tx: Db,
+  invocationId: string,
+  delta: Json,
+  appends: { key: string; value: unknown }[],
+) {
+  const [row] = await tx
+    .select({ state: invocations.tempState })
+    .from(invocations)
+    .where(eq(invocations.id, invocationId))
+    .for('update');
+  if (!row) {
+    throw new AgentloomError('NOT_FOUND', `invocation "${invocationId}" does not exist`, {
+      details: { invocationId },
+    });
+  }
+  await tx
+    .update(invocations)
+    .set({ tempState: applyToState(row.state, delta, appends) })
+    .where(eq(invocations.id, invocationId));
+}
+
+/** Options of {@link listEvents}. */
+export interface ListEventsOptions {
+  afterSeq?: number;
+  invocationId?: string;
+  nodePath?: string;
+  limit?: number;
+}
+
+/** Events of a session in `seq` order. */
+export async function listEvents(
+  db: Db,
+  sessionId: string,
+  options: ListEventsOptions = {},
+): Promise<Event[]> {
+  const conditions = [eq(events.sessionId, sessionId)];
+  if (options.afterSeq !== undefined) conditions.push(gt(events.seq, options.afterSeq));
+  if (options.invocationId !== undefined) conditions.push(eq(events.invocationId, options.invocationId));
+  if (options.nodePath !== undefined) conditions.push(eq(events.nodePath, options.nodePath));
+  const query = db
+    .select()
+    .from(events)
+    .where(and(...conditions))
+    .orderBy(asc(events.seq));
+  const rows = options.limit === undefined ? await query : await query.limit(options.limit);
+  return rows.map(toEvent);
+}
+
+/** Converts a stored row to an {@link Event}, validating it (stored data crosses a boundary too). */
+export function toEvent(row: typeof events.$inferSelect): Event {
+  const candidate = {
+    id: row.id,
+    invocationId: row.invocationId ?? '',
+    author: row.author,
+    branch: row.branch ?? undefined,
+    nodePath: row.nodePath,
+    seq: row.seq,
+    timestamp: row.createdAt.getTime(),
+    content: row.content ?? undefined,
+    errorCode: row.errorCode ?? undefined,
+    errorMessage: row.errorMessage ?? undefined,
+    longRunningToolIds: row.longRunningToolIds ?? undefined,
+    actions: row.actions,
+  };
+  for (const key of Object.keys(candidate) as (keyof typeof candidate)[]) {
+    if (candidate[key] === undefined) delete candidate[key];
+  }
+  return eventSchema.parse(candidate);
+}

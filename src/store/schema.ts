@@ -1,0 +1,192 @@
+/**
+ * The whole Postgres schema of agentloom (ARCHITECTURE.md "Data model"). drizzle-kit generates the migrations in
+ * migrations/ from this file; never edit a generated migration, change this file and generate a new one.
+ */
+import { sql } from 'drizzle-orm';
+import {
+  bigint,
+  boolean,
+  customType,
+  index,
+  integer,
+  jsonb,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core';
+
+type Json = Record<string, unknown>;
+
+const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
+  dataType: () => 'bytea',
+});
+
+const createdAt = () => timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
+const updatedAt = () => timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow();
+
+/** One conversation of a user with an app. `state` holds the unprefixed (session-scoped) keys only. */
+export const sessions = pgTable(
+  'sessions',
+  {
+    id: text('id').primaryKey(),
+    app: text('app').notNull(),
+    userId: text('user_id').notNull(),
+    state: jsonb('state').$type<Json>().notNull().default({}),
+    /** The seq of the newest event; bumped under the row lock, which orders concurrent appends. */
+    lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [index('sessions_app_user_idx').on(t.app, t.userId, t.updatedAt)],
+);
+
+/** `app:` state, shared by every session of an app (keys stored without the prefix). */
+export const appStates = pgTable('app_states', {
+  app: text('app').primaryKey(),
+  state: jsonb('state').$type<Json>().notNull().default({}),
+  updatedAt: updatedAt(),
+});
+
+/** `user:` state, shared by every session of one user in one app (keys stored without the prefix). */
+export const userStates = pgTable(
+  'user_states',
+  {
+    app: text('app').notNull(),
+    userId: text('user_id').notNull(),
+    state: jsonb('state').$type<Json>().notNull().default({}),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.app, t.userId] })],
+);
+
+/** Append-only history; `seq` is strictly increasing per session, in commit order. */
+export const events = pgTable(
+  'events',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    seq: bigint('seq', { mode: 'number' }).notNull(),
+    id: text('id').notNull(),
+    invocationId: text('invocation_id'),
+    nodePath: text('node_path').notNull().default(''),
+    author: text('author').notNull(),
+    branch: text('branch'),
+    content: jsonb('content').$type<Json>(),
+    actions: jsonb('actions').$type<Json>().notNull(),
+    longRunningToolIds: jsonb('long_running_tool_ids').$type<string[]>(),
+    errorCode: text('error_code'),
+    errorMessage: text('error_message'),
+    createdAt: createdAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.sessionId, t.seq] }),
+    uniqueIndex('events_id_idx').on(t.id),
+    index('events_invocation_idx').on(t.invocationId, t.nodePath, t.seq),
+  ],
+);
+
+/** One run of a root agent for one input; its status is the one users see. */
+export const invocations = pgTable(
+  'invocations',
+  {
+    id: text('id').primaryKey(),
+    app: text('app').notNull(),
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    userId: text('user_id').notNull(),
+    rootAgent: text('root_agent').notNull(),
+    definitionHash: text('definition_hash').notNull(),
+    status: text('status').notNull(),
+    input: jsonb('input').$type<Json>(),
+    output: text('output'),
+    escalated: boolean('escalated').notNull().default(false),
+    error: jsonb('error').$type<Json>(),
+    tempState: jsonb('temp_state').$type<Json>().notNull().default({}),
+    llmCalls: integer('llm_calls').notNull().default(0),
+    maxLlmCalls: integer('max_llm_calls').notNull(),
+    idempotencyKey: text('idempotency_key'),
+    createdBy: text('created_by'),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+    endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
+  },
+  (t) => [
+    uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
+    index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
+    index('invocations_session_idx').on(t.sessionId),
+  ],
+);
+
+/** The checkpoint table: one row per activation of an agent inside an invocation. */
+export const nodes = pgTable(
+  'nodes',
+  {
+    invocationId: text('invocation_id')
+      .notNull()
+      .references(() => invocations.id, { onDelete: 'cascade' }),
+    path: text('path').notNull(),
+    parentPath: text('parent_path'),
+    agent: text('agent').notNull(),
+    kind: text('kind').notNull(),
+    branch: text('branch'),
+    status: text('status').notNull(),
+    checkpoint: jsonb('checkpoint').$type<Json>().notNull().default({}),
+    escalated: boolean('escalated').notNull().default(false),
+    output: text('output'),
+    error: jsonb('error').$type<Json>(),
+    /** Fencing token: bumped by every claim; later writes of a step are conditional on it. */
+    attempt: integer('attempt').notNull().default(0),
+    /** Bumped whenever the node is made runnable; part of its job id so a new wake-up is never deduplicated away. */
+    wake: integer('wake').notNull().default(0),
+    leaseOwner: text('lease_owner'),
+    leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+    updatedAt: updatedAt(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.invocationId, t.path] }),
+    index('nodes_runnable_idx')
+      .on(t.status, t.leaseExpiresAt)
+      .where(sql`status in ('pending', 'running')`),
+  ],
+);
+
+/** Paused tool calls (confirmations, long-running, in-doubt) and who answered them. */
+export const toolRequests = pgTable(
+  'tool_requests',
+  {
+    invocationId: text('invocation_id')
+      .notNull()
+      .references(() => invocations.id, { onDelete: 'cascade' }),
+    callId: text('call_id').notNull(),
+    nodePath: text('node_path').notNull(),
+    kind: text('kind').notNull(),
+    request: jsonb('request').$type<Json>().notNull(),
+    response: jsonb('response').$type<Json>(),
+    status: text('status').notNull(),
+    answeredBy: text('answered_by'),
+    answeredAt: timestamp('answered_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.invocationId, t.callId] }), index('tool_requests_call_idx').on(t.callId)],
+);
+
+/** Versioned binary artifacts of a session. */
+export const artifacts = pgTable(
+  'artifacts',
+  {
+    sessionId: text('session_id')
+      .notNull()
+      .references(() => sessions.id, { onDelete: 'cascade' }),
+    name: text('name').notNull(),
+    version: integer('version').notNull(),
+    mime: text('mime').notNull(),
+    data: bytea('data').notNull(),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ columns: [t.sessionId, t.name, t.version] })],
+);

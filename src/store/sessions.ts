@@ -1,0 +1,161 @@
+import { and, desc, eq, sql } from 'drizzle-orm';
+import { AgentloomError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import type { Db } from './database.js';
+import { appStates, invocations, sessions, userStates } from './schema.js';
+import { applyToState, assertPlainObject, mergeScopes, splitDelta } from './state.js';
+
+type Json = Record<string, unknown>;
+
+/** A session as read: `state` merges session, `app:` and `user:` keys. */
+export interface SessionRecord {
+  id: string;
+  app: string;
+  userId: string;
+  state: Json;
+  lastSeq: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Input of {@link createSessionTx}. */
+export interface CreateSessionInput {
+  app: string;
+  userId: string;
+  id?: string;
+  /** Initial state; scoped keys go to their scope rows (`temp:` keys are refused: there is no invocation yet). */
+  state?: Json;
+}
+
+function requireText(value: unknown, field: string): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new AgentloomError('VALIDATION', `${field} must be a non-empty string`, { details: { field } });
+  }
+  return value;
+}
+
+/** Creates a session (and applies its initial state) inside the caller's transaction. */
+export async function createSessionTx(tx: Db, input: CreateSessionInput): Promise<SessionRecord> {
+  const app = requireText(input.app, 'app');
+  const userId = requireText(input.userId, 'userId');
+  const id = input.id === undefined ? newId('ses') : requireText(input.id, 'sessionId');
+  const state = input.state ?? {};
+  assertPlainObject(state, 'state');
+  const delta = splitDelta(state, 'state');
+  if (Object.keys(delta.temp).length > 0) {
+    throw new AgentloomError(
+      'VALIDATION',
+      'state: temp: keys cannot be set on a new session; set them on an invocation',
+      {
+        details: { field: 'state' },
+      },
+    );
+  }
+  const inserted = await tx
+    .insert(sessions)
+    .values({ id, app, userId, state: delta.session })
+    .onConflictDoNothing()
+    .returning({ id: sessions.id });
+  if (inserted.length === 0) {
+    throw new AgentloomError('CONFLICT', `session "${id}" already exists; omit the id to create a new one`, {
+      details: { sessionId: id },
+    });
+  }
+  if (Object.keys(delta.app).length > 0) {
+    await tx
+      .insert(appStates)
+      .values({ app, state: delta.app })
+      .onConflictDoUpdate({
+        target: appStates.app,
+        set: { state: sql`${appStates.state} || excluded.state` },
+      });
+  }
+  if (Object.keys(delta.user).length > 0) {
+    await tx
+      .insert(userStates)
+      .values({ app, userId, state: delta.user })
+      .onConflictDoUpdate({
+        target: [userStates.app, userStates.userId],
+        set: { state: sql`${userStates.state} || excluded.state` },
+      });
+  }
+  const session = await getSession(tx, id);
+  if (!session) throw new AgentloomError('INTERNAL', `session "${id}" vanished after insert`);
+  return session;
+}
+
+/** A session with its merged state, or undefined. */
+export async function getSession(db: Db, id: string): Promise<SessionRecord | undefined> {
+  const [row] = await db
+    .select({
+      session: sessions,
+      appState: appStates.state,
+      userState: userStates.state,
+    })
+    .from(sessions)
+    .leftJoin(appStates, eq(appStates.app, sessions.app))
+    .leftJoin(userStates, and(eq(userStates.app, sessions.app), eq(userStates.userId, sessions.userId)))
+    .where(eq(sessions.id, id));
+  if (!row) return undefined;
+  const { session } = row;
+  return {
+    id: session.id,
+    app: session.app,
+    userId: session.userId,
+    state: mergeScopes({ session: session.state, app: row.appState ?? {}, user: row.userState ?? {} }),
+    lastSeq: session.lastSeq,
+    createdAt: session.createdAt,
+    updatedAt: session.updatedAt,
+  };
+}
+
+/**
+ * The state an agent of an invocation sees: session, `app:`, `user:` and the invocation's `temp:` keys.
+ * One round trip.
+ */
+export async function readInvocationState(db: Db, sessionId: string, invocationId?: string): Promise<Json> {
+  const session = await getSession(db, sessionId);
+  if (!session) {
+    throw new AgentloomError('NOT_FOUND', `session "${sessionId}" does not exist`, {
+      details: { sessionId },
+    });
+  }
+  if (invocationId === undefined) return session.state;
+  const [inv] = await db
+    .select({ temp: invocations.tempState })
+    .from(invocations)
+    .where(eq(invocations.id, invocationId));
+  return applyToState(session.state, mergeScopes({ temp: inv?.temp ?? {} }), []);
+}
+
+/** Options of {@link listSessions}. */
+export interface ListSessionsOptions {
+  app: string;
+  userId?: string;
+  limit?: number;
+}
+
+/** Sessions of an app (optionally of one user), most recently updated first. */
+export async function listSessions(db: Db, options: ListSessionsOptions): Promise<SessionRecord[]> {
+  const where =
+    options.userId === undefined
+      ? eq(sessions.app, options.app)
+      : and(eq(sessions.app, options.app), eq(sessions.userId, options.userId));
+  const rows = await db
+    .select({ session: sessions, appState: appStates.state, userState: userStates.state })
+    .from(sessions)
+    .leftJoin(appStates, eq(appStates.app, sessions.app))
+    .leftJoin(userStates, and(eq(userStates.app, sessions.app), eq(userStates.userId, sessions.userId)))
+    .where(where)
+    .orderBy(desc(sessions.updatedAt))
+    .limit(options.limit ?? 100);
+  return rows.map(({ session, appState, userState }) => ({
+    id: session.id,
+    app: session.app,
+    userId: session.userId,
+    state: mergeScopes({ session: session.state, app: appState ?? {}, user: userState ?? {} }),
+    lastSeq: session.lastSeq,
+    createdAt: session.createdAt,
+    updatedAt: session.updatedAt,
+  }));
+}

@@ -1,0 +1,123 @@
+/**
+ * The Store: one open database plus the repository functions bound to it, and a single LISTEN connection
+ * that fans event notifications out to in-process followers.
+ */
+import { EventEmitter } from 'node:events';
+import type { Event } from '../core/event.js';
+import {
+  openDatabase,
+  type Database,
+  type DatabaseTarget,
+  type Db,
+  type OpenDatabaseOptions,
+} from './database.js';
+import {
+  EVENTS_CHANNEL,
+  appendEventTx,
+  listEvents,
+  type AppendEventInput,
+  type EventNotice,
+  type ListEventsOptions,
+} from './events.js';
+import { migrate } from './migrate.js';
+import {
+  createSessionTx,
+  getSession,
+  listSessions,
+  readInvocationState,
+  type CreateSessionInput,
+  type ListSessionsOptions,
+  type SessionRecord,
+} from './sessions.js';
+import { inTransaction } from './tx.js';
+
+/** Options of {@link Store.open}. */
+export interface StoreOpenOptions extends OpenDatabaseOptions {
+  /** Apply migrations on open. Default true. */
+  migrate?: boolean;
+}
+
+/** Sessions, events and state over PostgreSQL or PGlite. */
+export class Store {
+  private readonly notices = new EventEmitter();
+  private unlisten: (() => Promise<void>) | undefined;
+  private listening: Promise<void> | undefined;
+
+  private constructor(readonly database: Database) {
+    this.notices.setMaxListeners(0);
+  }
+
+  /** Opens (and by default migrates) a store. */
+  static async open(target: DatabaseTarget, options: StoreOpenOptions = {}): Promise<Store> {
+    const database = await openDatabase(target, options);
+    try {
+      if (options.migrate ?? true) await migrate(database);
+    } catch (err) {
+      await database.close();
+      throw err;
+    }
+    return new Store(database);
+  }
+
+  /** The drizzle database, for repositories of other layers of the store. */
+  get db(): Db {
+    return this.database.db;
+  }
+
+  /** Runs `work` in one transaction (re-run on deadlock / serialization failure). */
+  transaction<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return inTransaction(this.db, work);
+  }
+
+  createSession(input: CreateSessionInput): Promise<SessionRecord> {
+    return this.transaction((tx) => createSessionTx(tx, input));
+  }
+
+  getSession(id: string): Promise<SessionRecord | undefined> {
+    return getSession(this.db, id);
+  }
+
+  listSessions(options: ListSessionsOptions): Promise<SessionRecord[]> {
+    return listSessions(this.db, options);
+  }
+
+  /** Appends one event in its own transaction (see {@link appendEventTx}). */
+  appendEvent(input: AppendEventInput): Promise<Event> {
+    return this.transaction((tx) => appendEventTx(tx, input));
+  }
+
+  listEvents(sessionId: string, options?: ListEventsOptions): Promise<Event[]> {
+    return listEvents(this.db, sessionId, options);
+  }
+
+  readState(sessionId: string, invocationId?: string): Promise<Record<string, unknown>> {
+    return readInvocationState(this.db, sessionId, invocationId);
+  }
+
+  /**
+   * Calls `onNotice` for every event stored from now on (by any process). Resolves once the LISTEN is active,
+   * so an event committed after this resolves is never missed. Returns the unsubscribe function.
+   */
+  async onEvent(onNotice: (notice: EventNotice) => void): Promise<() => void> {
+    this.listening ??= this.database
+      .listen(EVENTS_CHANNEL, (payload) => {
+        try {
+          this.notices.emit('event', JSON.parse(payload) as EventNotice);
+        } catch {
+          // A foreign NOTIFY on our channel: ignore rather than crash the listener.
+        }
+      })
+      .then((unlisten) => {
+        this.unlisten = unlisten;
+      });
+    await this.listening;
+    this.notices.on('event', onNotice);
+    return () => this.notices.off('event', onNotice);
+  }
+
+  async close(): Promise<void> {
+    this.notices.removeAllListeners();
+    await this.unlisten?.().catch(() => undefined);
+    await this.database.close();
+  }
+}

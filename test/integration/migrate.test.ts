@@ -1,0 +1,80 @@
+import { sql } from 'drizzle-orm';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  migrate,
+  openDatabase,
+  queryRows,
+  type Database,
+  type DatabaseTarget,
+} from '../../src/store/index.js';
+import { createEmptyDatabase } from '../support/services.js';
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+async function snapshot(database: Database): Promise<unknown> {
+  const columns = await queryRows(
+    database.db,
+    sql`
+    select table_name, column_name, data_type, is_nullable, column_default
+    from information_schema.columns where table_schema = 'public' order by table_name, column_name`,
+  );
+  const indexes = await queryRows(
+    database.db,
+    sql`
+    select indexname, indexdef from pg_indexes where schemaname = 'public' order by indexname`,
+  );
+  const applied = await queryRows(
+    database.db,
+    sql`select hash from drizzle.__drizzle_migrations order by id`,
+  );
+  return { columns, indexes, applied };
+}
+
+const targets: [string, () => Promise<DatabaseTarget>][] = [
+  ['postgres', () => createEmptyDatabase()],
+  [
+    'pglite',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'agentloom-migrate-'));
+      dirs.push(dir);
+      return { pglite: dir };
+    },
+  ],
+];
+
+describe.each(targets)('migrate on %s', (_name, target) => {
+  it('creates the schema on an empty database, and a second run changes nothing', async () => {
+    const database = await openDatabase(await target());
+    try {
+      const before = await queryRows<{ n: number }>(
+        database.db,
+        sql`select count(*)::int as n from information_schema.tables where table_schema = 'public'`,
+      );
+      expect(before[0]?.n).toBe(0);
+      await migrate(database);
+      const first = await snapshot(database);
+      const tables = await queryRows<{ table_name: string }>(
+        database.db,
+        sql`select table_name from information_schema.tables where table_schema = 'public' order by 1`,
+      );
+      expect(tables.map((r) => r.table_name)).toEqual([
+        'app_states',
+        'artifacts',
+        'events',
+        'invocations',
+        'nodes',
+        'sessions',
+        'tool_requests',
+        'user_states',
+      ]);
+      await migrate(database);
+      expect(await snapshot(database)).toEqual(first);
+    } finally {
+      await database.close();
+    }
+  });
+});

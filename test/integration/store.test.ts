@@ -1,0 +1,273 @@
+/**
+ * The store suite, run against real PostgreSQL and against PGlite: sessions, events, state scopes, seq
+ * allocation under concurrency, atomic list appends, LISTEN/NOTIFY followers, and bad input.
+ */
+import { eq, sql } from 'drizzle-orm';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgentloomError } from '../../src/core/errors.js';
+import { schema, Store } from '../../src/store/index.js';
+import { createTestDatabase } from '../support/services.js';
+
+interface Backend {
+  name: string;
+  /** Opens the backend's store; `second` opens another handle on the same data where the driver allows. */
+  open(): Promise<{ store: Store; other: Store }>;
+}
+
+const pgliteDirs: string[] = [];
+afterAll(() => {
+  for (const dir of pgliteDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const backends: Backend[] = [
+  {
+    name: 'postgres',
+    async open() {
+      const url = await createTestDatabase();
+      const store = await Store.open(url, { poolSize: 50 });
+      const other = await Store.open(url, { poolSize: 5 });
+      return { store, other };
+    },
+  },
+  {
+    name: 'pglite',
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), 'agentloom-pglite-'));
+      pgliteDirs.push(dir);
+      // PGlite is one connection per process: the "other" handle is the same store.
+      const store = await Store.open({ pglite: dir });
+      return { store, other: store };
+    },
+  },
+];
+
+async function insertInvocation(store: Store, sessionId: string, id: string): Promise<void> {
+  const session = await store.getSession(sessionId);
+  await store.db.insert(schema.invocations).values({
+    id,
+    app: session!.app,
+    sessionId,
+    userId: session!.userId,
+    rootAgent: 'root',
+    definitionHash: 'h',
+    status: 'running',
+    maxLlmCalls: 10,
+  });
+}
+
+async function expectAgentloomError(promise: Promise<unknown>, code: string, message: RegExp): Promise<void> {
+  const err = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(AgentloomError);
+  expect((err as AgentloomError).code).toBe(code);
+  expect((err as AgentloomError).message).toMatch(message);
+}
+
+describe.each(backends)('store on $name', (backend) => {
+  let store: Store;
+  let other: Store;
+
+  beforeAll(async () => {
+    ({ store, other } = await backend.open());
+  });
+  afterAll(async () => {
+    if (other !== store) await other.close();
+    await store.close();
+  });
+
+  it('creates, gets and lists sessions', async () => {
+    const a = await store.createSession({ app: 'shop', userId: 'ann', state: { cart: [] } });
+    const b = await store.createSession({ app: 'shop', userId: 'ann', id: 'custom-id' });
+    expect(b.id).toBe('custom-id');
+    expect((await store.getSession(a.id))?.state).toEqual({ cart: [] });
+    const listed = await store.listSessions({ app: 'shop', userId: 'ann' });
+    expect(listed.map((s) => s.id).sort()).toEqual([a.id, 'custom-id'].sort());
+    expect(await store.getSession('nope')).toBeUndefined();
+    await expectAgentloomError(
+      store.createSession({ app: 'shop', userId: 'ann', id: 'custom-id' }),
+      'CONFLICT',
+      /already exists/,
+    );
+  });
+
+  it('applies state deltas to the session, app: and user: scopes', async () => {
+    const ann1 = await store.createSession({ app: 'scopes', userId: 'ann' });
+    const ann2 = await store.createSession({ app: 'scopes', userId: 'ann' });
+    const bob = await store.createSession({ app: 'scopes', userId: 'bob' });
+    const otherApp = await store.createSession({ app: 'elsewhere', userId: 'ann' });
+    await store.appendEvent({
+      sessionId: ann1.id,
+      event: {
+        author: 'agent',
+        actions: { stateDelta: { topic: 'tea', 'user:lang': 'fr', 'app:motd': 'hi' } },
+      },
+    });
+    expect((await store.getSession(ann1.id))?.state).toEqual({
+      topic: 'tea',
+      'user:lang': 'fr',
+      'app:motd': 'hi',
+    });
+    // user: is shared with the same user's other session, not with another user or app.
+    expect((await store.getSession(ann2.id))?.state).toEqual({ 'user:lang': 'fr', 'app:motd': 'hi' });
+    expect((await store.getSession(bob.id))?.state).toEqual({ 'app:motd': 'hi' });
+    expect((await store.getSession(otherApp.id))?.state).toEqual({});
+    // Scoped keys are stored in their own rows, never on the session row.
+    const [row] = await store.db.select().from(schema.sessions).where(eq(schema.sessions.id, ann1.id));
+    expect(row?.state).toEqual({ topic: 'tea' });
+  });
+
+  it('keeps temp: keys on the invocation, never on the session row or in stored history', async () => {
+    const session = await store.createSession({ app: 'temp', userId: 'ann' });
+    await insertInvocation(store, session.id, 'inv-temp');
+    const event = await store.appendEvent({
+      sessionId: session.id,
+      invocationId: 'inv-temp',
+      event: { author: 'agent', actions: { stateDelta: { 'temp:scratch': 42, kept: true } } },
+    });
+    expect(event.actions.stateDelta).toEqual({ kept: true });
+    const [row] = await store.db.select().from(schema.sessions).where(eq(schema.sessions.id, session.id));
+    expect(row?.state).toEqual({ kept: true });
+    const [inv] = await store.db
+      .select()
+      .from(schema.invocations)
+      .where(eq(schema.invocations.id, 'inv-temp'));
+    expect(inv?.tempState).toEqual({ scratch: 42 });
+    expect(await store.readState(session.id, 'inv-temp')).toEqual({ kept: true, 'temp:scratch': 42 });
+    expect(await store.readState(session.id)).toEqual({ kept: true });
+  });
+
+  it('gives 50 concurrent appends seq 1..50 without gaps', async () => {
+    const session = await store.createSession({ app: 'seq', userId: 'ann' });
+    const stored = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        (i % 2 === 0 ? store : other).appendEvent({
+          sessionId: session.id,
+          event: { author: 'agent', content: { role: 'model', parts: [{ text: `e${i}` }] } },
+        }),
+      ),
+    );
+    expect(stored.map((e) => e.seq).sort((a, b) => a - b)).toEqual(
+      Array.from({ length: 50 }, (_, i) => i + 1),
+    );
+    const listed = await store.listEvents(session.id);
+    expect(listed.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+    expect(new Set(listed.map((e) => e.content?.parts[0]?.text)).size).toBe(50);
+    expect((await store.getSession(session.id))?.lastSeq).toBe(50);
+  });
+
+  it('loses no element of 20 concurrent appendToState calls on one key, in every scope', async () => {
+    const session = await store.createSession({ app: 'append', userId: 'ann' });
+    await insertInvocation(store, session.id, 'inv-append');
+    for (const key of ['findings', 'user:findings', 'app:findings', 'temp:findings']) {
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          (i % 2 === 0 ? store : other).appendEvent({
+            sessionId: session.id,
+            invocationId: 'inv-append',
+            event: { author: `branch${i}`, actions: { appendToState: [{ key, value: { i } }] } },
+          }),
+        ),
+      );
+      const state = await store.readState(session.id, 'inv-append');
+      const list = state[key] as { i: number }[];
+      expect(list).toHaveLength(20);
+      expect(list.map((v) => v.i).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    }
+  });
+
+  it('wakes a follower through NOTIFY when an event is stored', async () => {
+    const session = await store.createSession({ app: 'follow', userId: 'ann' });
+    const seen: number[] = [];
+    let wake: () => void = () => undefined;
+    const woken = new Promise<void>((resolve) => (wake = resolve));
+    const unsubscribe = await store.onEvent((notice) => {
+      if (notice.sessionId === session.id) {
+        seen.push(notice.seq);
+        wake();
+      }
+    });
+    // Appended through the other handle (another connection on PostgreSQL).
+    await other.appendEvent({
+      sessionId: session.id,
+      event: { author: 'agent', content: { role: 'model', parts: [{ text: 'hello' }] } },
+    });
+    await woken;
+    unsubscribe();
+    expect(seen).toEqual([1]);
+    const [event] = await store.listEvents(session.id, { afterSeq: 0 });
+    expect(event?.content?.parts[0]?.text).toBe('hello');
+  });
+
+  it('rejects bad input with AgentloomError and writes nothing', async () => {
+    const session = await store.createSession({ app: 'bad', userId: 'ann' });
+    const countEvents = async () =>
+      Number(
+        (
+          await store.db
+            .select({ n: sql<number>`count(*)` })
+            .from(schema.events)
+            .where(eq(schema.events.sessionId, session.id))
+        )[0]?.n,
+      );
+    await expectAgentloomError(
+      store.appendEvent({ sessionId: 'missing', event: { author: 'agent' } }),
+      'NOT_FOUND',
+      /session "missing" does not exist/,
+    );
+    await expectAgentloomError(
+      store.appendEvent({ sessionId: session.id, event: { author: '' } as never }),
+      'VALIDATION',
+      /event is malformed: author/,
+    );
+    await expectAgentloomError(
+      store.appendEvent({
+        sessionId: session.id,
+        event: { author: 'a', content: { role: 'robot', parts: [] } } as never,
+      }),
+      'VALIDATION',
+      /content\.role/,
+    );
+    await expectAgentloomError(
+      store.appendEvent({
+        sessionId: session.id,
+        event: { author: 'a', actions: { stateDelta: [1, 2] } } as never,
+      }),
+      'VALIDATION',
+      /stateDelta/,
+    );
+    await expectAgentloomError(
+      store.appendEvent({
+        sessionId: session.id,
+        event: { author: 'a', actions: { stateDelta: 'x' } } as never,
+      }),
+      'VALIDATION',
+      /stateDelta/,
+    );
+    await expectAgentloomError(
+      store.appendEvent({
+        sessionId: session.id,
+        event: { author: 'a', actions: { stateDelta: { 'temp:x': 1 } } },
+      }),
+      'VALIDATION',
+      /temp: state keys need an invocation/,
+    );
+    await expectAgentloomError(
+      store.createSession({ app: 'bad', userId: 'ann', state: ['no'] as never }),
+      'VALIDATION',
+      /state must be an object/,
+    );
+    await expectAgentloomError(
+      store.createSession({ app: '', userId: 'ann' }),
+      'VALIDATION',
+      /app must be a non-empty string/,
+    );
+    expect(await countEvents()).toBe(0);
+    expect((await store.getSession(session.id))?.lastSeq).toBe(0);
+    expect((await store.getSession(session.id))?.state).toEqual({});
+  });
+});

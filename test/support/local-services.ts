@@ -1,0 +1,175 @@
+/**
+ * Local PostgreSQL and Redis servers started from the machine's own binaries on free ports in a temporary
+ * directory: the path tests and developers take when no DATABASE_URL / REDIS_URL is given and no Docker engine
+ * answers. Used by the vitest global setup and by scripts/services.ts.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/** A server this process started. */
+export interface LocalServer {
+  url: string;
+  pid: number;
+  stop(): Promise<void>;
+}
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The directory holding `initdb` and `postgres`: PATH first, then Debian's /usr/lib/postgresql/N/bin. */
+export function findPostgresBinDir(): string {
+  const onPath = spawnSync('sh', ['-c', 'command -v initdb'], { encoding: 'utf8' }).stdout.trim();
+  if (onPath) {
+    const dir = onPath.slice(0, onPath.lastIndexOf('/'));
+    if (existsSync(join(dir, 'postgres'))) return dir;
+  }
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
+  if (versions[0] === undefined) {
+    throw new Error(
+      'PostgreSQL server binaries not found: install them (apt-get install postgresql) or set DATABASE_URL',
+    );
+  }
+  return join(root, versions[0], 'bin');
+}
+
+const isRoot = process.getuid?.() === 0;
+
+/** Runs a postgres binary as the `postgres` user when we are root (PostgreSQL refuses to run as root). */
+function asPostgresUser(binary: string, args: string[]): { command: string; args: string[] } {
+  return isRoot
+    ? { command: 'runuser', args: ['-u', 'postgres', '--', binary, ...args] }
+    : { command: binary, args };
+}
+
+function ownByPostgres(dir: string): void {
+  if (!isRoot) return;
+  const id = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  chownSync(dir, Number(id), Number(gid));
+}
+
+async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
+}
+
+function stopper(child: ChildProcess, signal: NodeJS.Signals): () => Promise<void> {
+  return () =>
+    new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill(signal);
+    });
+}
+
+/** Starts a throwaway PostgreSQL (trust auth, fsync off: test data only) under `dir`. */
+export async function startLocalPostgres(dir: string): Promise<LocalServer> {
+  const bin = findPostgresBinDir();
+  mkdirSync(dir, { recursive: true });
+  ownByPostgres(dir);
+  const dataDir = join(dir, 'data');
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    const init = asPostgresUser(join(bin, 'initdb'), [
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--auth=trust',
+      '-E',
+      'UTF8',
+      '--no-sync',
+    ]);
+    const result = spawnSync(init.command, init.args, { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.stdout}`);
+  }
+  const port = await freePort();
+  const settings = {
+    listen_addresses: '127.0.0.1',
+    port: String(port),
+    unix_socket_directories: dir,
+    max_connections: '400',
+    fsync: 'off',
+    synchronous_commit: 'off',
+    full_page_writes: 'off',
+    shared_buffers: '128MB',
+  };
+  const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
+  const cmd = asPostgresUser(join(bin, 'postgres'), args);
+  const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000);
+  });
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  try {
+    await waitUntil(async () => {
+      if (child.exitCode !== null) throw new Error(`postgres exited: ${stderr}`);
+      const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
+      await client.connect();
+      await client.end();
+      return true;
+    }, 'postgres');
+  } catch (err) {
+    child.kill('SIGKILL');
+    throw new Error(`could not start postgres: ${String(err)}\n${stderr}`);
+  }
+  // SIGINT = "fast shutdown": disconnect clients, then exit cleanly.
+  return { url, pid: child.pid ?? 0, stop: stopper(child, 'SIGINT') };
+}
+
+/** Starts a throwaway redis-server (no persistence) under `dir`. */
+export async function startLocalRedis(dir: string): Promise<LocalServer> {
+  const binary = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
+  if (!binary)
+    throw new Error('redis-server not found: install it (apt-get install redis-server) or set REDIS_URL');
+  mkdirSync(dir, { recursive: true });
+  const port = await freePort();
+  const conf = join(dir, 'redis.conf');
+  writeFileSync(
+    conf,
+    [
+      `port ${port}`,
+      'bind 127.0.0.1',
+      'save ""',
+      'appendonly no',
+      `dir ${dir}`,
+      'maxmemory-policy noeviction',
+    ].join('\n'),
+  );
+  const child = spawn(binary, [conf], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (chunk: Buffer) => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  await waitUntil(async () => {
+    if (child.exitCode !== null) throw new Error(`redis-server exited: ${output}`);
+    return output.includes('Ready to accept connections');
+  }, 'redis-server');
+  return { url: `redis://127.0.0.1:${port}`, pid: child.pid ?? 0, stop: stopper(child, 'SIGTERM') };
+}
