@@ -1,0 +1,65 @@
+/**
+ * The Model port: what an LlmAgent needs from a language model. Adapters: `Gemini` (over @google/genai) and
+ * `ScriptedModel` (deterministic, offline: tests, examples and the demo).
+ */
+import type { Content } from '../core/content.js';
+
+/** A JSON Schema object (the subset Gemini accepts for function parameters and response schemas). */
+export type JsonSchema = Record<string, unknown>;
+
+/** A tool as offered to the model. */
+export interface ToolDeclaration {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object; omitted for tools without parameters. */
+  parameters?: JsonSchema;
+}
+
+/** One model call. */
+export interface ModelRequest {
+  /** Model id for providers that serve several (e.g. 'gemini-2.5-flash'); adapters default to their own. */
+  model?: string;
+  /** The rendered system instruction (empty string when none). */
+  systemInstruction: string;
+  /** The conversation so far, oldest first, alternating as the provider needs. */
+  contents: Content[];
+  tools: ToolDeclaration[];
+  /** When set, the model must answer with JSON matching this schema (no tools are offered then). */
+  responseSchema?: JsonSchema;
+  /** Provider-specific generation settings (temperature, maxOutputTokens, …), passed through. */
+  generateContentConfig?: Record<string, unknown>;
+  /** Aborts the call (cancellation of the invocation). */
+  signal?: AbortSignal;
+  /** Which agent is calling, its call index in this node activation, and the state it sees (ScriptedModel uses these). */
+  agentName: string;
+  callIndex: number;
+  state: Record<string, unknown>;
+}
+
+/** Token accounting of one call, when the provider reports it. */
+export interface ModelUsage {
+  promptTokens?: number;
+  outputTokens?: number;
+  totalTokens?: number;
+}
+
+/** What a model answered. */
+export interface ModelResponse {
+  /** Role 'model'; text parts and/or function calls. */
+  content: Content;
+  finishReason?: string;
+  usage?: ModelUsage;
+}
+
+/** Options of one {@link Model.generate} call. */
+export interface GenerateOptions {
+  /** When given, the adapter streams and calls this with each partial content (never stored). */
+  onPartial?: (partial: Content) => void;
+}
+
+/** A language model. Implementations retry their own transient errors (429, 5xx, network) with backoff. */
+export interface Model {
+  /** A readable name for logs and errors ('gemini-2.5-flash', 'scripted'). */
+  readonly name: string;
+  generate(request: ModelRequest, options?: GenerateOptions): Promise<ModelResponse>;
+}
