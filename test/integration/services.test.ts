@@ -15,7 +15,7 @@ describe('test services', () => {
     }
     const client = new pg.Client({ connectionString: inject('postgresAdminUrl') });
     await client.connect();
-    const { rows } = await client.query<{ v: string }>('show server_version');
+    const { rows } = await client.query<{ v: string }>("select current_setting('server_version') as v");
     await client.end();
     expect(rows[0]?.v).toMatch(/^\d+/);
     const redis = new Redis(inject('redisUrl'));

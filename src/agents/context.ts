@@ -1,0 +1,86 @@
+/**
+ * What agents and tools see of a running invocation. The engine implements these ports; agents never touch a
+ * driver, a queue or the store.
+ */
+import type { Event, NewEvent } from '../core/event.js';
+import type { StoredError } from '../core/errors.js';
+import type { Model } from '../models/model.js';
+
+/** The invocation as a custom agent sees it (CONTRACT.md `runImpl(ctx)`). */
+export interface InvocationContext {
+  readonly invocationId: string;
+  readonly agent: { readonly name: string };
+  readonly branch: string | undefined;
+  readonly nodePath: string;
+  readonly session: { readonly id: string; readonly userId: string; readonly app: string; readonly state: Record<string, unknown> };
+  readonly signal: AbortSignal;
+  /** Ends the whole invocation at the next step boundary (SEMANTICS §7). */
+  endInvocation(): void;
+}
+
+/** How a child node (transfer target, AgentTool agent) ended. */
+export interface ChildOutcome {
+  status: 'completed' | 'failed' | 'paused' | 'cancelled';
+  escalated: boolean;
+  /** The child's last final text (or its outputKey value rendered as text). */
+  output?: string;
+  error?: StoredError;
+}
+
+/** A tool call that pauses its node until someone answers it. */
+export interface PauseRequest {
+  /** The id to answer: the adk_request_confirmation call id, or the long-running call's own id. */
+  callId: string;
+  kind: 'confirmation' | 'long_running' | 'in_doubt';
+  /** The original tool call. */
+  name: string;
+  args: Record<string, unknown>;
+  originalCallId: string;
+  hint?: string;
+  payload?: unknown;
+}
+
+/**
+ * The engine side of one leaf node activation (LlmAgent, custom agent): its journal, fenced event appends,
+ * budget, children, artifacts. Every method that writes is fenced by the node's attempt.
+ */
+export interface NodeRuntime {
+  readonly invocationId: string;
+  readonly app: string;
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly nodePath: string;
+  readonly branch: string | undefined;
+  readonly signal: AbortSignal;
+  /** Events already stored by earlier attempts of this node (its journal), oldest first. */
+  readonly journal: readonly Event[];
+  /** The session's events visible to this step (those loaded at claim plus those this step appended). */
+  sessionEvents(): readonly Event[];
+  /** The merged state (session, app:, user:, temp:) as of this step's latest write. */
+  state(): Record<string, unknown>;
+  /** Appends an event of this node (fenced); resolves with the stored event. */
+  emit(event: NewEvent): Promise<Event>;
+  /** Counts one model call against the invocation's budget; throws LLM_CALL_BUDGET_EXCEEDED when spent. */
+  reserveLlmCall(): Promise<void>;
+  /** Resolves a model reference (an instance or a registered name). */
+  resolveModel(ref: Model | string | undefined): Model;
+  /**
+   * Runs `agentName` as a child node `<nodePath>/<segment>`: returns its outcome when it has ended; otherwise
+   * suspends this node (throws) until the child ends, then the node is re-run and the call returns.
+   */
+  runChild(agentName: string, options: { segment: string; branch?: string }): Promise<ChildOutcome>;
+  /** Ends the invocation at the next step boundary. */
+  endInvocation(): void;
+  /** Loads an artifact's latest (or given) version. */
+  loadArtifact(name: string, version?: number): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
+  /** Saves a new artifact version; returns the version. */
+  saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number>;
+  /** Named crash points for durability tests (a no-op in production). */
+  fault(point: string): Promise<void>;
+}
+
+/** What a leaf activation ended with. Waiting for a child is signalled by `runChild` throwing. */
+export type LeafOutcome =
+  | { status: 'completed'; escalated?: boolean; output?: string }
+  | { status: 'failed'; error: StoredError }
+  | { status: 'paused'; requests: PauseRequest[] };

@@ -1,0 +1,58 @@
+import { AgentloomError } from '../core/errors.js';
+import type { AgentKind, BaseAgentOptions } from './base-agent.js';
+import { childBranch } from './branch.js';
+import { WorkflowAgent, type ChildStart, type WorkflowDecision, type WorkflowView } from './workflow.js';
+
+/** Options of {@link ParallelAgent}. */
+export type ParallelAgentOptions = BaseAgentOptions;
+
+/**
+ * Runs its sub-agents concurrently (SEMANTICS §2): each child is its own node (its own queued job) on branch
+ * `<parent branch>.<name>.<index>`. Finished when every child settled: failed if any failed (with every child
+ * error attached), paused if any paused, else completed (escalated if any child escalated).
+ */
+export class ParallelAgent extends WorkflowAgent {
+  constructor(options: ParallelAgentOptions) {
+    super(options);
+    if (this.subAgents.length === 0) {
+      throw new AgentloomError('VALIDATION', `ParallelAgent "${this.name}": subAgents must not be empty`, {
+        details: { field: 'subAgents' },
+      });
+    }
+  }
+
+  override get kind(): AgentKind {
+    return 'parallel';
+  }
+
+  advance(view: WorkflowView): WorkflowDecision {
+    const start: ChildStart[] = [];
+    const statuses: string[] = [];
+    const errors: Record<string, unknown>[] = [];
+    let escalated = false;
+    this.subAgents.forEach((child, index) => {
+      const path = this.childPath(view, child);
+      const node = view.child(path);
+      if (!node) {
+        start.push({ agent: child, path, branch: childBranch(view.branch, `${this.name}.${index}`) });
+        statuses.push('pending');
+        return;
+      }
+      statuses.push(node.status);
+      if (node.escalated) escalated = true;
+      if (node.status === 'failed') errors.push({ agent: child.name, ...(node.error ?? {}) });
+    });
+    const settled = statuses.filter((s) => ['completed', 'paused', 'failed', 'cancelled'].includes(s)).length;
+    const checkpoint = { children: Object.fromEntries(this.subAgents.map((c, i) => [c.name, statuses[i]])) };
+    if (settled < statuses.length) return { checkpoint, start, status: 'running', events: [] };
+    if (errors.length > 0) {
+      const message = `${errors.length} of ${statuses.length} branches of "${this.name}" failed: ${errors
+        .map((e) => `${String(e.agent)}: ${String(e.message)}`)
+        .join('; ')}`;
+      return { checkpoint, start, status: 'failed', error: { code: 'BRANCH_FAILED', message, details: { errors } }, events: [] };
+    }
+    if (statuses.includes('cancelled')) return { checkpoint, start, status: 'cancelled', events: [] };
+    if (statuses.includes('paused')) return { checkpoint, start, status: 'paused', events: [] };
+    return { checkpoint, start, status: 'completed', escalated, events: [this.endEvent()] };
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The tool port and the ToolContext a tool's `execute` receives (SEMANTICS §4).
+ */
+import type { ToolConfirmation } from '../core/event.js';
+import type { ChildOutcome } from '../agents/context.js';
+import type { ToolDeclaration } from '../models/model.js';
+
+/** Whether re-running a call whose response was lost is safe. */
+export type SideEffects = 'idempotent' | 'unsafe';
+
+/** Reads and writes of state from a tool or callback; writes land in the response event's `stateDelta`. */
+export interface StateAccessor {
+  get<T = unknown>(key: string): T | undefined;
+  set(key: string, value: unknown): void;
+  delete(key: string): void;
+  has(key: string): boolean;
+  /** The merged view including this call's own writes. */
+  toJSON(): Record<string, unknown>;
+}
+
+/** Side effects a tool asks for. */
+export interface ToolActions {
+  escalate?: boolean;
+  skipSummarization?: boolean;
+  transferToAgent?: string;
+}
+
+/** What `execute` receives besides its arguments. */
+export interface ToolContext {
+  readonly state: StateAccessor;
+  /** Atomically appends `value` to the list at `key` (safe across parallel branches). */
+  appendToState(key: string, value: unknown): void;
+  readonly actions: ToolActions;
+  readonly functionCallId: string;
+  readonly invocationId: string;
+  readonly agentName: string;
+  /** Stable across re-runs of this call: `<invocationId>:<functionCallId>`. Pass it to external APIs. */
+  readonly idempotencyKey: string;
+  /** Set when the call is re-run after a human answered its confirmation request. */
+  readonly toolConfirmation: ToolConfirmation | undefined;
+  /** Asks a human to confirm before the call takes effect; the node pauses after this call returns. */
+  requestConfirmation(request?: { hint?: string; payload?: unknown }): void;
+  /** Aborted when the invocation is cancelled. */
+  readonly signal: AbortSignal;
+  saveArtifact(name: string, artifact: { mime: string; data: Uint8Array | string }): Promise<number>;
+  loadArtifact(name: string, version?: number): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
+  /** Ends the whole invocation after this step. */
+  endInvocation(): void;
+  /** Runs an agent of the tree as a child node of this call (AgentTool uses it). */
+  runAgent(agentName: string): Promise<ChildOutcome>;
+}
+
+/** A tool an LlmAgent can call. */
+export interface Tool {
+  readonly name: string;
+  readonly description: string;
+  readonly isLongRunning: boolean;
+  readonly sideEffects: SideEffects;
+  /** The declaration offered to the model. */
+  declaration(): ToolDeclaration;
+  /** Whether this call must be confirmed by a human before it runs. */
+  requiresConfirmation(args: Record<string, unknown>, ctx: ToolContext): boolean | Promise<boolean>;
+  /** Validates the arguments and runs the tool; the result becomes the function response. */
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
+}
+
+/** Wraps a non-object result as `{result}` so every function response is an object (as ADK does). */
+export function toResponseObject(result: unknown): Record<string, unknown> {
+  if (typeof result === 'object' && result !== null && !Array.isArray(result)) return result as Record<string, unknown>;
+  return { result: result ?? null };
+}
