@@ -53,18 +53,22 @@ export function findPostgresBinDir(): string {
 
 const isRoot = process.getuid?.() === 0;
 
-/** Runs a postgres binary as the `postgres` user when we are root (PostgreSQL refuses to run as root). */
-function asPostgresUser(binary: string, args: string[]): { command: string; args: string[] } {
-  return isRoot
-    ? { command: 'runuser', args: ['-u', 'postgres', '--', binary, ...args] }
-    : { command: binary, args };
+/**
+ * When we are root, the uid/gid to run PostgreSQL as (it refuses to run as root). Spawning with uid/gid directly,
+ * rather than through runuser, lets signals reach the server itself.
+ */
+function postgresIds(): { uid: number; gid: number } | undefined {
+  if (!isRoot) return undefined;
+  const uid = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
+  if (!uid || !gid)
+    throw new Error('running as root but there is no "postgres" user: apt-get install postgresql');
+  return { uid: Number(uid), gid: Number(gid) };
 }
 
 function ownByPostgres(dir: string): void {
-  if (!isRoot) return;
-  const id = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim();
-  const gid = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim();
-  chownSync(dir, Number(id), Number(gid));
+  const ids = postgresIds();
+  if (ids) chownSync(dir, ids.uid, ids.gid);
 }
 
 async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
@@ -76,11 +80,16 @@ async function waitUntil(check: () => Promise<boolean>, what: string, timeoutMs 
   throw new Error(`${what} did not become ready within ${timeoutMs} ms`);
 }
 
-function stopper(child: ChildProcess, signal: NodeJS.Signals): () => Promise<void> {
+/** Stops a server with `signal`, escalating to SIGKILL when it has not exited after `graceMs`. */
+function stopper(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000): () => Promise<void> {
   return () =>
     new Promise((resolve) => {
       if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      child.once('exit', () => resolve());
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      child.once('exit', () => {
+        clearTimeout(timer);
+        resolve();
+      });
       child.kill(signal);
     });
 }
@@ -92,17 +101,8 @@ export async function startLocalPostgres(dir: string): Promise<LocalServer> {
   ownByPostgres(dir);
   const dataDir = join(dir, 'data');
   if (!existsSync(join(dataDir, 'PG_VERSION'))) {
-    const init = asPostgresUser(join(bin, 'initdb'), [
-      '-D',
-      dataDir,
-      '-U',
-      'postgres',
-      '--auth=trust',
-      '-E',
-      'UTF8',
-      '--no-sync',
-    ]);
-    const result = spawnSync(init.command, init.args, { encoding: 'utf8' });
+    const initArgs = ['-D', dataDir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'];
+    const result = spawnSync(join(bin, 'initdb'), initArgs, { encoding: 'utf8', cwd: dir, ...postgresIds() });
     if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.stdout}`);
   }
   const port = await freePort();
@@ -117,8 +117,11 @@ export async function startLocalPostgres(dir: string): Promise<LocalServer> {
     shared_buffers: '128MB',
   };
   const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
-  const cmd = asPostgresUser(join(bin, 'postgres'), args);
-  const child = spawn(cmd.command, cmd.args, { stdio: ['ignore', 'ignore', 'pipe'], detached: false });
+  const child = spawn(join(bin, 'postgres'), args, {
+    stdio: ['ignore', 'ignore', 'pipe'],
+    cwd: dir,
+    ...postgresIds(),
+  });
   let stderr = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr = (stderr + chunk.toString()).slice(-4000);
