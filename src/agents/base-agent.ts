@@ -35,9 +35,13 @@ export class BaseAgent {
       );
     }
     if (options.name === 'user') {
-      throw new AgentloomError('VALIDATION', 'agent name "user" is reserved for the end user; choose another name', {
-        details: { field: 'name' },
-      });
+      throw new AgentloomError(
+        'VALIDATION',
+        'agent name "user" is reserved for the end user; choose another name',
+        {
+          details: { field: 'name' },
+        },
+      );
     }
     this.name = options.name;
     this.description = options.description ?? '';
@@ -60,9 +64,13 @@ export class BaseAgent {
     const seen = new Set<string>();
     for (const agent of this.descendants()) {
       if (seen.has(agent.name)) {
-        throw new AgentloomError('VALIDATION', `agent name "${agent.name}" is used twice in the tree of "${this.name}"; names must be unique`, {
-          details: { field: 'name', agent: agent.name },
-        });
+        throw new AgentloomError(
+          'VALIDATION',
+          `agent name "${agent.name}" is used twice in the tree of "${this.name}"; names must be unique`,
+          {
+            details: { field: 'name', agent: agent.name },
+          },
+        );
       }
       seen.add(agent.name);
     }
@@ -80,9 +88,7 @@ export class BaseAgent {
 
   /** The top of this agent's tree. */
   get rootAgent(): BaseAgent {
-    let agent: BaseAgent = this;
-    while (agent.parent) agent = agent.parent;
-    return agent;
+    return this.parent ? this.parent.rootAgent : this;
   }
 
   /** This agent and every agent below it, depth first. */
@@ -107,8 +113,12 @@ export class BaseAgent {
    * the generator continues. If the node is re-run after a crash, the events it already stored are skipped,
    * so a deterministic generator never duplicates history.
    */
+  // eslint-disable-next-line require-yield -- the base class only explains that subclasses must override it
   protected async *runImpl(_ctx: InvocationContext): AsyncGenerator<Event, void, undefined> {
-    throw new AgentloomError('VALIDATION', `agent "${this.name}" is a BaseAgent without runImpl; override runImpl`);
+    throw new AgentloomError(
+      'VALIDATION',
+      `agent "${this.name}" is a BaseAgent without runImpl; override runImpl`,
+    );
   }
 
   /** Runs this agent as a leaf node. The engine calls this; users do not. */

@@ -24,9 +24,17 @@ export interface LlmAgentCallbacks {
   /** Return a response to replace the model's. */
   afterModelCallback?: (ctx: CallbackContext, response: ModelResponse) => Maybe<ModelResponse>;
   /** Return a response to recover from a model error (after its retries). */
-  onModelErrorCallback?: (ctx: CallbackContext, request: ModelRequest, error: unknown) => Maybe<ModelResponse>;
+  onModelErrorCallback?: (
+    ctx: CallbackContext,
+    request: ModelRequest,
+    error: unknown,
+  ) => Maybe<ModelResponse>;
   /** Return a result to skip the tool. */
-  beforeToolCallback?: (tool: Tool, args: Record<string, unknown>, ctx: ToolContext) => Maybe<Record<string, unknown>>;
+  beforeToolCallback?: (
+    tool: Tool,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+  ) => Maybe<Record<string, unknown>>;
   /** Return a result to replace the tool's. */
   afterToolCallback?: (
     tool: Tool,
@@ -35,5 +43,10 @@ export interface LlmAgentCallbacks {
     result: Record<string, unknown>,
   ) => Maybe<Record<string, unknown>>;
   /** Return a result to recover from a tool error (otherwise the model sees `{error: message}`). */
-  onToolErrorCallback?: (tool: Tool, args: Record<string, unknown>, ctx: ToolContext, error: unknown) => Maybe<Record<string, unknown>>;
+  onToolErrorCallback?: (
+    tool: Tool,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    error: unknown,
+  ) => Maybe<Record<string, unknown>>;
 }

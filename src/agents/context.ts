@@ -5,6 +5,7 @@
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
+import type { Tool } from '../tools/tool.js';
 
 /** The invocation as a custom agent sees it (CONTRACT.md `runImpl(ctx)`). */
 export interface InvocationContext {
@@ -12,7 +13,12 @@ export interface InvocationContext {
   readonly agent: { readonly name: string };
   readonly branch: string | undefined;
   readonly nodePath: string;
-  readonly session: { readonly id: string; readonly userId: string; readonly app: string; readonly state: Record<string, unknown> };
+  readonly session: {
+    readonly id: string;
+    readonly userId: string;
+    readonly app: string;
+    readonly state: Record<string, unknown>;
+  };
   readonly signal: AbortSignal;
   /** Ends the whole invocation at the next step boundary (SEMANTICS §7). */
   endInvocation(): void;
@@ -64,6 +70,8 @@ export interface NodeRuntime {
   reserveLlmCall(): Promise<void>;
   /** Resolves a model reference (an instance or a registered name). */
   resolveModel(ref: Model | string | undefined): Model;
+  /** Resolves a tool reference (an instance or the name of a built-in or registered tool). */
+  resolveTool(ref: Tool | string): Tool;
   /**
    * Runs `agentName` as a child node `<nodePath>/<segment>`: returns its outcome when it has ended; otherwise
    * suspends this node (throws) until the child ends, then the node is re-run and the call returns.
@@ -72,7 +80,10 @@ export interface NodeRuntime {
   /** Ends the invocation at the next step boundary. */
   endInvocation(): void;
   /** Loads an artifact's latest (or given) version. */
-  loadArtifact(name: string, version?: number): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
+  loadArtifact(
+    name: string,
+    version?: number,
+  ): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
   /** Saves a new artifact version; returns the version. */
   saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number>;
   /** Named crash points for durability tests (a no-op in production). */
@@ -84,3 +95,26 @@ export type LeafOutcome =
   | { status: 'completed'; escalated?: boolean; output?: string }
   | { status: 'failed'; error: StoredError }
   | { status: 'paused'; requests: PauseRequest[] };
+
+/** A child node to create when a leaf suspends. */
+export interface SuspendChild {
+  agent: string;
+  path: string;
+  branch: string | undefined;
+}
+
+/**
+ * Thrown by `runChild` when the child has not ended: the engine commits the node as `waiting` (creating the
+ * children listed here) and re-runs it when a child ends. Control flow, never a failure.
+ */
+export class NodeSuspended extends Error {
+  readonly suspend = true;
+  constructor(readonly children: SuspendChild[]) {
+    super('node suspended until its child nodes end');
+  }
+
+  /** Combines the suspensions of calls that ran side by side. */
+  static merge(all: NodeSuspended[]): NodeSuspended {
+    return new NodeSuspended(all.flatMap((s) => s.children));
+  }
+}

@@ -55,17 +55,31 @@ export class LoopAgent extends WorkflowAgent {
       if (walk.stop === 'running') {
         return { checkpoint, start: walk.start ? [walk.start] : [], status: 'running', events };
       }
-      if (walk.stop === 'paused' || walk.stop === 'cancelled') return { checkpoint, start: [], status: walk.stop, events };
-      if (walk.stop === 'failed') return { checkpoint, start: [], status: 'failed', error: walk.error, events };
+      if (walk.stop === 'paused' || walk.stop === 'cancelled')
+        return { checkpoint, start: [], status: walk.stop, events };
+      if (walk.stop === 'failed')
+        return { checkpoint, start: [], status: 'failed', error: walk.error, events };
       if (walk.stop === 'escalated') {
         // Consumed by this (innermost) loop: recorded in the checkpoint, not forwarded.
         events.push(this.endEvent());
-        return { checkpoint: { ...checkpoint, exitedBy: 'escalation' }, start: [], status: 'completed', escalated: false, events };
+        return {
+          checkpoint: { ...checkpoint, exitedBy: 'escalation' },
+          start: [],
+          status: 'completed',
+          escalated: false,
+          events,
+        };
       }
       // Iteration finished.
       if (iteration + 1 >= this.maxIterations) {
         events.push(this.endEvent());
-        return { checkpoint: { ...checkpoint, exitedBy: 'maxIterations' }, start: [], status: 'completed', escalated: false, events };
+        return {
+          checkpoint: { ...checkpoint, exitedBy: 'maxIterations' },
+          start: [],
+          status: 'completed',
+          escalated: false,
+          events,
+        };
       }
       iteration++;
       completed = 0;

@@ -49,7 +49,13 @@ export class ParallelAgent extends WorkflowAgent {
       const message = `${errors.length} of ${statuses.length} branches of "${this.name}" failed: ${errors
         .map((e) => `${String(e.agent)}: ${String(e.message)}`)
         .join('; ')}`;
-      return { checkpoint, start, status: 'failed', error: { code: 'BRANCH_FAILED', message, details: { errors } }, events: [] };
+      return {
+        checkpoint,
+        start,
+        status: 'failed',
+        error: { code: 'BRANCH_FAILED', message, details: { errors } },
+        events: [],
+      };
     }
     if (statuses.includes('cancelled')) return { checkpoint, start, status: 'cancelled', events: [] };
     if (statuses.includes('paused')) return { checkpoint, start, status: 'paused', events: [] };

@@ -36,7 +36,8 @@ export class SequentialAgent extends WorkflowAgent {
     if (walk.stop === 'running') {
       return { checkpoint, start: walk.start ? [walk.start] : [], status: 'running', events };
     }
-    if (walk.stop === 'paused' || walk.stop === 'cancelled') return { checkpoint, start: [], status: walk.stop, events };
+    if (walk.stop === 'paused' || walk.stop === 'cancelled')
+      return { checkpoint, start: [], status: walk.stop, events };
     if (walk.stop === 'failed') return { checkpoint, start: [], status: 'failed', error: walk.error, events };
     events.push(this.endEvent());
     return { checkpoint, start: [], status: 'completed', escalated: walk.stop === 'escalated', events };

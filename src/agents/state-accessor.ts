@@ -14,7 +14,11 @@ export function recordingState(
     const merged = { ...base(), ...delta };
     for (const { key, value } of appends) {
       const current = merged[key];
-      merged[key] = Array.isArray(current) ? [...current, value] : current === undefined || current === null ? [value] : [current, value];
+      merged[key] = Array.isArray(current)
+        ? [...current, value]
+        : current === undefined || current === null
+          ? [value]
+          : [current, value];
     }
     return merged;
   };

@@ -59,7 +59,10 @@ export abstract class WorkflowAgent extends BaseAgent {
 
   /** A checkpoint event carrying `agentState` (and `endOfAgent` when finished). */
   protected checkpointEvent(agentState: Record<string, unknown>, endOfAgent = false): NewEvent {
-    return { author: this.name, actions: { stateDelta: {}, artifactDelta: {}, agentState, ...(endOfAgent ? { endOfAgent } : {}) } };
+    return {
+      author: this.name,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState, ...(endOfAgent ? { endOfAgent } : {}) },
+    };
   }
 
   /** An end-of-agent event. */
@@ -77,7 +80,12 @@ export function walkSequence(
   view: WorkflowView,
   from: number,
   pathOf: (child: BaseAgent) => string,
-): { next: number; stop?: 'escalated' | 'paused' | 'failed' | 'cancelled' | 'running'; error?: StoredError; start?: ChildStart } {
+): {
+  next: number;
+  stop?: 'escalated' | 'paused' | 'failed' | 'cancelled' | 'running';
+  error?: StoredError;
+  start?: ChildStart;
+} {
   let next = from;
   while (next < agent.subAgents.length) {
     const child = agent.subAgents[next] as BaseAgent;
@@ -98,4 +106,9 @@ export function walkSequence(
     }
   }
   return { next };
+}
+
+/** Whether a node kind is a leaf (runs an agent's code) rather than a workflow state machine. */
+export function isLeafKind(kind: string): boolean {
+  return kind === 'llm' || kind === 'custom';
 }

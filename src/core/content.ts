@@ -20,6 +20,8 @@ export type FunctionResponse = z.infer<typeof functionResponseSchema>;
 export const partSchema = z.object({
   text: z.string().optional(),
   thought: z.boolean().optional(),
+  /** Opaque signature Gemini requires back on function-call turns of thinking models. */
+  thoughtSignature: z.string().optional(),
   functionCall: functionCallSchema.optional(),
   functionResponse: functionResponseSchema.optional(),
   inlineData: z.object({ mimeType: z.string(), data: z.string() }).optional(),

@@ -5,7 +5,8 @@
  */
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
-import { eventSchema, newEventSchema, type Event, type NewEvent } from '../core/event.js';
+import { textOf } from '../core/content.js';
+import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import type { Db } from './database.js';
 import { appStates, events, invocations, sessions, userStates } from './schema.js';
@@ -207,4 +208,39 @@ export function toEvent(row: typeof events.$inferSelect): Event {
     if (candidate[key] === undefined) delete candidate[key];
   }
   return eventSchema.parse(candidate);
+}
+
+/**
+ * The text of the newest final response of an invocation (optionally under a node path), as `engine.get`
+ * reports it in `output`.
+ */
+export async function lastFinalText(
+  db: Db,
+  sessionId: string,
+  invocationId: string,
+  pathPrefix?: string,
+): Promise<string | undefined> {
+  const conditions = [
+    eq(events.sessionId, sessionId),
+    eq(events.invocationId, invocationId),
+    sql`${events.author} <> 'user'`,
+  ];
+  if (pathPrefix !== undefined) {
+    conditions.push(
+      sql`(${events.nodePath} = ${pathPrefix} or ${events.nodePath} like ${`${pathPrefix.replace(/[\\%_]/g, (c) => `\\${c}`)}/%`})`,
+    );
+  }
+  const rows = await db
+    .select()
+    .from(events)
+    .where(and(...conditions))
+    .orderBy(sql`${events.seq} desc`)
+    .limit(50);
+  for (const row of rows) {
+    const event = toEvent(row);
+    if (event.errorCode || !isFinalResponse(event)) continue;
+    const text = textOf(event.content);
+    if (text) return text;
+  }
+  return undefined;
 }

@@ -6,3 +6,6 @@ export * from './state.js';
 export * from './store.js';
 export * from './tx.js';
 export * as schema from './schema.js';
+export * from './invocations.js';
+export * from './nodes.js';
+export * from './tool-requests.js';

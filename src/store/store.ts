@@ -115,6 +115,11 @@ export class Store {
     return () => this.notices.off('event', onNotice);
   }
 
+  /** Subscribes to any NOTIFY channel (one LISTEN per channel per store). Resolves once listening. */
+  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
+    return this.database.listen(channel, onPayload);
+  }
+
   async close(): Promise<void> {
     this.notices.removeAllListeners();
     await this.unlisten?.().catch(() => undefined);

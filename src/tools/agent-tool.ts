@@ -32,7 +32,8 @@ export class AgentTool implements Tool {
     }
     this.agent = options.agent;
     this.name = options.agent.name;
-    this.description = options.agent.description || `Delegates a request to the agent "${options.agent.name}".`;
+    this.description =
+      options.agent.description || `Delegates a request to the agent "${options.agent.name}".`;
     this.skipSummarization = options.skipSummarization ?? false;
   }
 
@@ -51,11 +52,16 @@ export class AgentTool implements Tool {
   async run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
     const parsed = requestSchema.safeParse(args);
     if (!parsed.success) {
-      throw new AgentloomError('VALIDATION', `tool "${this.name}" takes {"request": "<text>"}`, { details: { tool: this.name } });
+      throw new AgentloomError('VALIDATION', `tool "${this.name}" takes {"request": "<text>"}`, {
+        details: { tool: this.name },
+      });
     }
     const outcome = await ctx.runAgent(this.agent.name);
     if (outcome.status === 'failed') {
-      throw new AgentloomError('TOOL_ERROR', `agent "${this.agent.name}" failed: ${outcome.error?.message ?? 'unknown error'}`);
+      throw new AgentloomError(
+        'TOOL_ERROR',
+        `agent "${this.agent.name}" failed: ${outcome.error?.message ?? 'unknown error'}`,
+      );
     }
     if (this.skipSummarization) ctx.actions.skipSummarization = true;
     return { result: outcome.output ?? '' };

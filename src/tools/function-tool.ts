@@ -12,7 +12,8 @@ export interface FunctionToolOptions<S extends z.ZodType<Record<string, unknown>
   parameters?: S;
   execute: (args: z.infer<S>, toolContext: ToolContext) => unknown;
   /** `true`, or a predicate over the arguments: a human must confirm the call before it runs. */
-  requireConfirmation?: boolean | ((args: z.infer<S>, toolContext: ToolContext) => boolean | Promise<boolean>);
+  requireConfirmation?:
+    boolean | ((args: z.infer<S>, toolContext: ToolContext) => boolean | Promise<boolean>);
   /** The call returns an interim result and the node pauses until a final response arrives. */
   isLongRunning?: boolean;
   /** 'unsafe': a call interrupted by a crash is not re-run but surfaced as an in-doubt request. Default 'idempotent'. */
@@ -33,12 +34,18 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
 
   constructor(options: FunctionToolOptions<S>) {
     if (typeof options?.name !== 'string' || !NAME.test(options.name)) {
-      throw new AgentloomError('VALIDATION', `tool name "${String(options?.name)}" is not valid: use letters, digits and _ (e.g. "get_weather")`, {
-        details: { field: 'name' },
-      });
+      throw new AgentloomError(
+        'VALIDATION',
+        `tool name "${String(options?.name)}" is not valid: use letters, digits and _ (e.g. "get_weather")`,
+        {
+          details: { field: 'name' },
+        },
+      );
     }
     if (typeof options.execute !== 'function') {
-      throw new AgentloomError('VALIDATION', `tool "${options.name}": execute must be a function`, { details: { field: 'execute' } });
+      throw new AgentloomError('VALIDATION', `tool "${options.name}": execute must be a function`, {
+        details: { field: 'execute' },
+      });
     }
     this.name = options.name;
     this.description = options.description ?? '';
@@ -51,7 +58,10 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
 
   declaration(): ToolDeclaration {
     if (!this.parameters) return { name: this.name, description: this.description };
-    const schema = z.toJSONSchema(this.parameters, { target: 'openapi-3.0', unrepresentable: 'any' }) as Record<string, unknown>;
+    const schema = z.toJSONSchema(this.parameters, {
+      target: 'openapi-3.0',
+      unrepresentable: 'any',
+    }) as Record<string, unknown>;
     delete schema.$schema;
     return { name: this.name, description: this.description, parameters: schema };
   }
@@ -60,16 +70,22 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
     if (!this.parameters) return args as z.infer<S>;
     const parsed = this.parameters.safeParse(args);
     if (!parsed.success) {
-      throw new AgentloomError('VALIDATION', `invalid arguments for tool "${this.name}": ${zodIssues(parsed.error)}`, {
-        details: { tool: this.name },
-      });
+      throw new AgentloomError(
+        'VALIDATION',
+        `invalid arguments for tool "${this.name}": ${zodIssues(parsed.error)}`,
+        {
+          details: { tool: this.name },
+        },
+      );
     }
     return parsed.data;
   }
 
   async requiresConfirmation(args: Record<string, unknown>, ctx: ToolContext): Promise<boolean> {
     if (typeof this.confirm === 'function') {
-      const parsed = this.parameters ? this.parameters.safeParse(args) : { success: true as const, data: args };
+      const parsed = this.parameters
+        ? this.parameters.safeParse(args)
+        : { success: true as const, data: args };
       return parsed.success ? Boolean(await this.confirm(parsed.data as z.infer<S>, ctx)) : false;
     }
     return this.confirm === true;

@@ -43,7 +43,10 @@ export interface ToolContext {
   /** Aborted when the invocation is cancelled. */
   readonly signal: AbortSignal;
   saveArtifact(name: string, artifact: { mime: string; data: Uint8Array | string }): Promise<number>;
-  loadArtifact(name: string, version?: number): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
+  loadArtifact(
+    name: string,
+    version?: number,
+  ): Promise<{ mime: string; data: Uint8Array; version: number } | undefined>;
   /** Ends the whole invocation after this step. */
   endInvocation(): void;
   /** Runs an agent of the tree as a child node of this call (AgentTool uses it). */
@@ -66,6 +69,7 @@ export interface Tool {
 
 /** Wraps a non-object result as `{result}` so every function response is an object (as ADK does). */
 export function toResponseObject(result: unknown): Record<string, unknown> {
-  if (typeof result === 'object' && result !== null && !Array.isArray(result)) return result as Record<string, unknown>;
+  if (typeof result === 'object' && result !== null && !Array.isArray(result))
+    return result as Record<string, unknown>;
   return { result: result ?? null };
 }

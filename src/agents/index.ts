@@ -1,0 +1,11 @@
+export * from './base-agent.js';
+export * from './branch.js';
+export type * from './callbacks.js';
+export * from './context.js';
+export * from './llm-agent.js';
+export * from './loop-agent.js';
+export * from './parallel-agent.js';
+export * from './sequential-agent.js';
+export * from './workflow.js';
+export { REQUEST_CONFIRMATION } from './journal.js';
+export { CONFIRMATION_PLACEHOLDER, REJECTED_RESPONSE } from './tool-call.js';

@@ -1,0 +1,94 @@
+/**
+ * Reading an LlmAgent node's journal: the events it stored in earlier attempts. Which model calls were made,
+ * which tool calls have responses, which confirmations and long-running calls were answered — all decided
+ * from stored events, never from "the last two events".
+ */
+import { functionCallsOf, functionResponsesOf, type FunctionResponse } from '../core/content.js';
+import type { Event } from '../core/event.js';
+
+/** Name of the framework call that asks a human to confirm a tool call. */
+export const REQUEST_CONFIRMATION = 'adk_request_confirmation';
+
+/** The journal of one node for one agent. */
+export class Journal {
+  constructor(
+    private readonly events: readonly Event[],
+    private readonly agentName: string,
+  ) {}
+
+  /** Model responses of this agent, oldest first (framework request events excluded). */
+  modelEvents(): Event[] {
+    return this.events.filter(
+      (e) =>
+        e.author === this.agentName &&
+        e.content?.role === 'model' &&
+        !e.errorCode &&
+        !functionCallsOf(e.content).some((c) => c.name === REQUEST_CONFIRMATION),
+    );
+  }
+
+  /** The event with this errorCode, if the agent already stored one. */
+  errorEvent(code: string): Event | undefined {
+    return this.events.find((e) => e.author === this.agentName && e.errorCode === code);
+  }
+
+  /** The real (non-placeholder) response this agent stored for a call, with its event. */
+  toolResponse(callId: string): { event: Event; response: FunctionResponse } | undefined {
+    for (const event of this.events) {
+      if (event.author !== this.agentName) continue;
+      if (event.actions.requestedToolConfirmations?.[callId]) continue;
+      // An interim long-running response is not the call's answer.
+      if (event.longRunningToolIds?.includes(callId)) continue;
+      const response = functionResponsesOf(event.content).find((r) => r.id === callId);
+      if (response) return { event, response };
+    }
+    return undefined;
+  }
+
+  /** The confirmation request stored for a call: its request call id, hint and payload. */
+  confirmationRequest(callId: string): { requestId: string; hint?: string; payload?: unknown } | undefined {
+    for (const event of this.events) {
+      if (event.author !== this.agentName) continue;
+      for (const call of functionCallsOf(event.content)) {
+        if (call.name !== REQUEST_CONFIRMATION || !call.id) continue;
+        const args = call.args as {
+          originalFunctionCall?: { id?: string };
+          toolConfirmation?: { hint?: string; payload?: unknown };
+        };
+        if (args.originalFunctionCall?.id === callId) {
+          return {
+            requestId: call.id,
+            hint: args.toolConfirmation?.hint,
+            payload: args.toolConfirmation?.payload,
+          };
+        }
+      }
+    }
+    return undefined;
+  }
+
+  /** Whether this call was answered with an interim long-running response. */
+  isLongRunning(callId: string): boolean {
+    return this.events.some(
+      (e) => e.author === this.agentName && (e.longRunningToolIds ?? []).includes(callId),
+    );
+  }
+
+  /** The latest answer from outside (a user function response) to the given call id. */
+  userResponse(callId: string): FunctionResponse | undefined {
+    let found: FunctionResponse | undefined;
+    for (const event of this.events) {
+      if (event.author !== 'user') continue;
+      const response = functionResponsesOf(event.content).find((r) => r.id === callId);
+      if (response) found = response;
+    }
+    return found;
+  }
+
+  /** Whether an unsafe tool call was started (marker stored before it ran). */
+  wasStarted(callId: string): boolean {
+    return this.events.some(
+      (e) => e.author === this.agentName && e.actions.agentState?.startedCall === callId,
+    );
+  }
+}

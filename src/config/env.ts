@@ -1,0 +1,43 @@
+/**
+ * Configuration from the environment, parsed once into a frozen object. Nothing else reads process.env.
+ */
+import { z } from 'zod';
+import { AgentloomError } from '../core/errors.js';
+
+const envSchema = z.object({
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+    .optional(),
+  REDIS_URL: z
+    .string()
+    .regex(/^rediss?:\/\//, 'must be a redis:// URL')
+    .optional(),
+  AGENTLOOM_APPS: z.string().optional(),
+  AGENTLOOM_API_KEYS: z.string().optional(),
+  GEMINI_API_KEY: z.string().min(1).optional(),
+  GOOGLE_API_KEY: z.string().min(1).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  PORT: z.coerce.number().int().min(1).max(65535).optional(),
+});
+
+/** The environment agentloom reads. */
+export type EnvConfig = Readonly<z.infer<typeof envSchema>>;
+
+let cached: EnvConfig | undefined;
+
+/** Parses the environment (once); throws CONFIG listing every bad variable. */
+export function loadEnv(env: NodeJS.ProcessEnv = process.env): EnvConfig {
+  if (cached && env === process.env) return cached;
+  const relevant = Object.fromEntries(
+    Object.keys(envSchema.shape).map((k) => [k, env[k] === '' ? undefined : env[k]]),
+  );
+  const parsed = envSchema.safeParse(relevant);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
+    throw new AgentloomError('CONFIG', `invalid environment: ${problems}`);
+  }
+  const config = Object.freeze(parsed.data);
+  if (env === process.env) cached = config;
+  return config;
+}

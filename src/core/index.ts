@@ -1,0 +1,4 @@
+export * from './content.js';
+export * from './errors.js';
+export * from './event.js';
+export * from './ids.js';

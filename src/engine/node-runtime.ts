@@ -1,0 +1,189 @@
+/**
+ * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
+ * it locks the node row and proceeds only if the attempt is still ours and the node still running.
+ */
+import type { ChildOutcome, NodeRuntime, SuspendChild } from '../agents/context.js';
+import { NodeSuspended } from '../agents/context.js';
+import { SETTLED, type NodeStatus } from '../agents/workflow.js';
+import { AgentloomError, type StoredError } from '../core/errors.js';
+import type { Event, NewEvent } from '../core/event.js';
+import type { Model } from '../models/model.js';
+import type { Db } from '../store/database.js';
+import type { Store } from '../store/store.js';
+import { appendEventTx } from '../store/events.js';
+import { getNode, type NodeRow } from '../store/nodes.js';
+import { reserveLlmCall } from '../store/invocations.js';
+import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
+import { applyToState } from '../store/state.js';
+import { exitLoop } from '../tools/exit-loop.js';
+import type { Tool } from '../tools/tool.js';
+
+/** What the runtime needs from the engine. */
+export interface NodeRuntimeDeps {
+  store: Store;
+  models: ReadonlyMap<string, Model>;
+  defaultModel: (name: string) => Model | undefined;
+  tools: ReadonlyMap<string, Tool>;
+  fault: (point: string, info: { invocationId: string; path: string; attempt: number }) => Promise<void>;
+}
+
+/** The invocation a node belongs to (the fields a step needs). */
+export interface InvocationInfo {
+  id: string;
+  app: string;
+  sessionId: string;
+  userId: string;
+}
+
+/** NodeRuntime over the store, for one attempt. */
+export class EngineNodeRuntime implements NodeRuntime {
+  readonly invocationId: string;
+  readonly app: string;
+  readonly sessionId: string;
+  readonly userId: string;
+  readonly nodePath: string;
+  readonly branch: string | undefined;
+  readonly journal: readonly Event[];
+  endRequested = false;
+  private readonly events: Event[];
+  private currentState: Record<string, unknown>;
+
+  constructor(
+    private readonly deps: NodeRuntimeDeps,
+    private readonly invocation: InvocationInfo,
+    private readonly node: NodeRow,
+    sessionEvents: Event[],
+    state: Record<string, unknown>,
+    readonly signal: AbortSignal,
+  ) {
+    this.invocationId = invocation.id;
+    this.app = invocation.app;
+    this.sessionId = invocation.sessionId;
+    this.userId = invocation.userId;
+    this.nodePath = node.path;
+    this.branch = node.branch ?? undefined;
+    this.events = sessionEvents;
+    this.journal = sessionEvents.filter((e) => e.invocationId === invocation.id && e.nodePath === node.path);
+    this.currentState = state;
+  }
+
+  sessionEvents(): readonly Event[] {
+    return this.events;
+  }
+
+  state(): Record<string, unknown> {
+    return this.currentState;
+  }
+
+  private async fenced<T>(work: (tx: Db) => Promise<T>): Promise<T> {
+    return this.deps.store.transaction(async (tx) => {
+      const row = await getNode(tx, this.invocationId, this.nodePath, true);
+      if (!row || row.attempt !== this.node.attempt || row.status !== 'running') {
+        throw new AgentloomError(
+          'FENCED',
+          `node ${this.nodePath} attempt ${this.node.attempt} was superseded (now ${row?.status ?? 'gone'})`,
+        );
+      }
+      return work(tx);
+    });
+  }
+
+  async emit(event: NewEvent): Promise<Event> {
+    if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
+    const stored = await this.fenced((tx) =>
+      appendEventTx(tx, {
+        sessionId: this.sessionId,
+        invocationId: this.invocationId,
+        nodePath: this.nodePath,
+        branch: this.branch,
+        event,
+      }),
+    );
+    // Our own writes are visible to the rest of this step without a read (others' at the next claim).
+    const actions = event.actions ?? {};
+    this.currentState = applyToState(
+      this.currentState,
+      actions.stateDelta ?? {},
+      actions.appendToState ?? [],
+    );
+    this.events.push(stored);
+    return stored;
+  }
+
+  async reserveLlmCall(): Promise<void> {
+    const result = await reserveLlmCall(this.deps.store.db, this.invocationId);
+    if (!result.ok) {
+      throw new AgentloomError(
+        'LLM_CALL_BUDGET_EXCEEDED',
+        `the invocation used its ${result.max} model calls (maxLlmCalls); raise maxLlmCalls when enqueuing or retrying`,
+        { details: { used: result.used, max: result.max } },
+      );
+    }
+  }
+
+  resolveModel(ref: Model | string | undefined): Model {
+    if (ref !== undefined && typeof ref !== 'string') return ref;
+    const name = ref ?? 'default';
+    const model = this.deps.models.get(name) ?? this.deps.defaultModel(name);
+    if (!model) {
+      throw new AgentloomError(
+        'CONFIG',
+        `model "${name}" is not registered: pass it in createEngine({ models: { "${name}": … } }) or set GEMINI_API_KEY for Gemini models`,
+        { details: { model: name } },
+      );
+    }
+    return model;
+  }
+
+  resolveTool(ref: Tool | string): Tool {
+    if (typeof ref !== 'string') return ref;
+    const tool = ref === exitLoop.name ? exitLoop : this.deps.tools.get(ref);
+    if (!tool) {
+      throw new AgentloomError(
+        'CONFIG',
+        `tool "${ref}" is not registered: pass it in createEngine({ tools: { "${ref}": … } })`,
+        {
+          details: { tool: ref },
+        },
+      );
+    }
+    return tool;
+  }
+
+  async runChild(agentName: string, options: { segment: string; branch?: string }): Promise<ChildOutcome> {
+    const path = `${this.nodePath}/${options.segment}`;
+    const row = await getNode(this.deps.store.db, this.invocationId, path);
+    if (row && SETTLED.has(row.status as NodeStatus)) {
+      return {
+        status: row.status as ChildOutcome['status'],
+        escalated: row.escalated,
+        output: row.output ?? undefined,
+        error: (row.error as StoredError | null) ?? undefined,
+      };
+    }
+    const children: SuspendChild[] = row
+      ? []
+      : [{ agent: agentName, path, branch: options.branch ?? this.branch }];
+    throw new NodeSuspended(children);
+  }
+
+  endInvocation(): void {
+    this.endRequested = true;
+  }
+
+  loadArtifact(name: string, version?: number) {
+    return loadArtifact(this.deps.store.db, this.sessionId, name, version);
+  }
+
+  saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number> {
+    return this.fenced((tx) => saveArtifactTx(tx, this.sessionId, name, artifact.mime, artifact.data));
+  }
+
+  fault(point: string): Promise<void> {
+    return this.deps.fault(point, {
+      invocationId: this.invocationId,
+      path: this.nodePath,
+      attempt: this.node.attempt,
+    });
+  }
+}

@@ -1,0 +1,393 @@
+/**
+ * Executing a step (ARCHITECTURE.md): a job names a node; a workflow node advances its state machine in one
+ * transaction; a leaf node is claimed (fencing attempt + lease), run, and committed as completed / paused /
+ * waiting / failed in one transaction that also wakes its parent. Postgres decides; the queue only wakes.
+ */
+import type { Logger } from 'pino';
+import type { BaseAgent } from '../agents/base-agent.js';
+import { NodeSuspended, type LeafOutcome } from '../agents/context.js';
+import {
+  SETTLED,
+  WorkflowAgent,
+  type ChildView,
+  type NodeStatus,
+  type WorkflowDecision,
+} from '../agents/workflow.js';
+import { AgentloomError, toStoredError, type StoredError } from '../core/errors.js';
+import type { StepJob, StepQueue } from '../queue/step-queue.js';
+import type { Db } from '../store/database.js';
+import { appendEventTx, lastFinalText, listEvents } from '../store/events.js';
+import {
+  getInvocation,
+  setInvocationStatusTx,
+  TERMINAL_INVOCATION,
+  type InvocationRow,
+} from '../store/invocations.js';
+import {
+  childNodes,
+  claimLeafTx,
+  getNode,
+  insertNodeTx,
+  invocationNodes,
+  renewLease,
+  updateNodeTx,
+  wakeNodeTx,
+  type NodeJobRef,
+  type NodeRow,
+} from '../store/nodes.js';
+import { readInvocationState } from '../store/sessions.js';
+import type { Store } from '../store/store.js';
+import { anyAnswered, cancelToolRequestsTx, insertToolRequestsTx } from '../store/tool-requests.js';
+import { EngineNodeRuntime, type NodeRuntimeDeps } from './node-runtime.js';
+import type { RegisteredApp } from './registry.js';
+
+/** Dependencies of the scheduler. */
+export interface SchedulerDeps extends NodeRuntimeDeps {
+  store: Store;
+  queue: StepQueue;
+  apps: ReadonlyMap<string, RegisteredApp>;
+  logger: Logger;
+  /** Identifies this worker in leases. */
+  owner: string;
+  leaseMs: number;
+}
+
+/** The kind stored on a node row. */
+export function nodeKind(agent: BaseAgent): string {
+  return agent.kind;
+}
+
+/** Runs step jobs. One per engine; stateless between jobs except for in-flight abort controllers. */
+export class Scheduler {
+  private readonly inflight = new Map<string, Set<AbortController>>();
+
+  constructor(private readonly deps: SchedulerDeps) {}
+
+  /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
+  async handle(job: StepJob): Promise<void> {
+    const { store } = this.deps;
+    const inv = await getInvocation(store.db, job.invocationId);
+    if (!inv || TERMINAL_INVOCATION.has(inv.status)) return;
+    const app = this.deps.apps.get(inv.app);
+    if (!app) throw new AgentloomError('NOT_FOUND', `app "${inv.app}" is not served by this worker`);
+    if (app.definitionHash !== inv.definitionHash) {
+      throw new AgentloomError(
+        'DEFINITION_MISMATCH',
+        `invocation ${inv.id} was started with a different definition of app "${inv.app}"; run it on a worker with that definition`,
+        { details: { expected: inv.definitionHash, actual: app.definitionHash } },
+      );
+    }
+    const node = await getNode(store.db, job.invocationId, job.path);
+    if (!node) return;
+    const agent = app.agents.get(node.agent);
+    if (!agent)
+      throw new AgentloomError('DEFINITION_MISMATCH', `agent "${node.agent}" is not in app "${inv.app}"`);
+    if (agent instanceof WorkflowAgent) await this.advanceWorkflow(inv, node.path, agent);
+    else await this.runLeaf(inv, node, agent);
+  }
+
+  private log(inv: InvocationRow, path: string, attempt?: number): Logger {
+    return this.deps.logger.child({
+      invocationId: inv.id,
+      nodePath: path,
+      ...(attempt === undefined ? {} : { attempt }),
+    });
+  }
+
+  private async advanceWorkflow(inv: InvocationRow, path: string, agent: WorkflowAgent): Promise<void> {
+    const jobs = await this.deps.store.transaction(async (tx) => {
+      const row = await getNode(tx, inv.id, path, true);
+      if (!row || SETTLED.has(row.status as NodeStatus)) return [];
+      const children = new Map((await childNodes(tx, inv.id, path)).map((c) => [c.path, c]));
+      const decision = agent.advance({
+        path,
+        branch: row.branch ?? undefined,
+        checkpoint: row.checkpoint,
+        child: (p): ChildView | undefined => {
+          const c = children.get(p);
+          return (
+            c && {
+              path: c.path,
+              status: c.status as NodeStatus,
+              escalated: c.escalated,
+              error: (c.error as StoredError | null) ?? undefined,
+            }
+          );
+        },
+      });
+      return this.commitDecision(tx, inv, row, decision);
+    });
+    await this.deps.queue.enqueue(jobs);
+  }
+
+  private async commitDecision(
+    tx: Db,
+    inv: InvocationRow,
+    row: NodeRow,
+    decision: WorkflowDecision,
+  ): Promise<NodeJobRef[]> {
+    for (const event of decision.events) {
+      await appendEventTx(tx, {
+        sessionId: inv.sessionId,
+        invocationId: inv.id,
+        nodePath: row.path,
+        branch: row.branch ?? undefined,
+        event,
+      });
+    }
+    const jobs: NodeJobRef[] = [];
+    for (const start of decision.start) {
+      const job = await insertNodeTx(tx, {
+        invocationId: inv.id,
+        path: start.path,
+        parentPath: row.path,
+        agent: start.agent.name,
+        kind: nodeKind(start.agent),
+        branch: start.branch ?? null,
+      });
+      if (job) jobs.push(job);
+    }
+    const settled = decision.status !== 'running';
+    const output =
+      decision.status === 'completed'
+        ? ((await lastFinalText(tx, inv.sessionId, inv.id, row.path)) ?? null)
+        : null;
+    await updateNodeTx(tx, inv.id, row.path, {
+      status: decision.status,
+      checkpoint: decision.checkpoint,
+      escalated: decision.escalated ?? false,
+      error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
+      output,
+    });
+    if (settled)
+      jobs.push(
+        ...(await this.settleTx(tx, inv, row, decision.status, decision.escalated ?? false, decision.error)),
+      );
+    return jobs;
+  }
+
+  /** After a node settled: wake its parent, or end (or pause) the invocation when it is the root. */
+  private async settleTx(
+    tx: Db,
+    inv: InvocationRow,
+    row: NodeRow,
+    status: string,
+    escalated: boolean,
+    error: StoredError | undefined,
+  ): Promise<NodeJobRef[]> {
+    if (row.parentPath !== null) {
+      const job = await wakeNodeTx(tx, inv.id, row.parentPath);
+      return job ? [job] : [];
+    }
+    const current = await getInvocation(tx, inv.id, true);
+    if (!current || TERMINAL_INVOCATION.has(current.status)) return [];
+    if (status === 'completed') {
+      const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
+      await setInvocationStatusTx(tx, inv.id, 'completed', { output, escalated });
+    } else if (status === 'failed') {
+      await setInvocationStatusTx(tx, inv.id, 'failed', {
+        error: (error ?? { code: 'INTERNAL', message: 'failed' }) as unknown as Record<string, unknown>,
+      });
+    } else if (status === 'paused' || status === 'cancelled') {
+      await setInvocationStatusTx(tx, inv.id, status);
+    }
+    return [];
+  }
+
+  private async runLeaf(inv: InvocationRow, node: NodeRow, agent: BaseAgent): Promise<void> {
+    const { store, leaseMs, owner } = this.deps;
+    const claimed = await store.transaction(async (tx) => {
+      const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs);
+      if (row && inv.status === 'queued') await setInvocationStatusTx(tx, inv.id, 'running');
+      return row;
+    });
+    if (!claimed) return;
+    const log = this.log(inv, node.path, claimed.attempt);
+    log.debug('step claimed');
+    const controller = new AbortController();
+    this.track(inv.id, controller, true);
+    const renew = setInterval(
+      () => {
+        renewLease(store.db, inv.id, node.path, claimed.attempt, leaseMs)
+          .then((ours) => {
+            if (!ours) controller.abort(new AgentloomError('FENCED', 'lease lost'));
+          })
+          .catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
+    try {
+      const [events, state] = await Promise.all([
+        listEvents(store.db, inv.sessionId),
+        readInvocationState(store.db, inv.sessionId, inv.id),
+      ]);
+      const runtime = new EngineNodeRuntime(this.deps, inv, claimed, events, state, controller.signal);
+      let outcome: LeafOutcome | NodeSuspended;
+      try {
+        outcome = await agent.runLeaf(runtime);
+      } catch (err) {
+        if (err instanceof NodeSuspended) outcome = err;
+        else if (isQuietStop(err, controller)) return log.debug({ err }, 'step stopped');
+        else if (isInfrastructure(err)) throw err;
+        else outcome = { status: 'failed', error: toStoredError(err) };
+      }
+      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested);
+      await this.deps.queue.enqueue(jobs);
+      log.debug({ status: outcome instanceof NodeSuspended ? 'waiting' : outcome.status }, 'step committed');
+    } finally {
+      clearInterval(renew);
+      this.track(inv.id, controller, false);
+    }
+  }
+
+  private async commitLeaf(
+    inv: InvocationRow,
+    claimed: NodeRow,
+    outcome: LeafOutcome | NodeSuspended,
+    endInvocation: boolean,
+  ): Promise<NodeJobRef[]> {
+    return this.deps.store.transaction(async (tx) => {
+      const row = await getNode(tx, inv.id, claimed.path, true);
+      if (!row || row.attempt !== claimed.attempt || row.status !== 'running') return [];
+      if (outcome instanceof NodeSuspended) return this.suspendTx(tx, inv, row, outcome);
+      if (outcome.status === 'paused') {
+        await insertToolRequestsTx(
+          tx,
+          outcome.requests.map((r) => ({
+            invocationId: inv.id,
+            callId: r.callId,
+            nodePath: row.path,
+            kind: r.kind,
+            status: 'pending',
+            request: {
+              name: r.name,
+              args: r.args,
+              hint: r.hint,
+              payload: r.payload,
+              originalCallId: r.originalCallId,
+              branch: row.branch,
+            } as Record<string, unknown>,
+          })),
+        );
+        // Answered while this attempt ran (its journal predates the answer): run again instead of pausing.
+        if (
+          await anyAnswered(
+            tx,
+            inv.id,
+            outcome.requests.map((r) => r.callId),
+          )
+        ) {
+          const job = await wakeNodeTx(tx, inv.id, row.path, 'pending');
+          return job ? [job] : [];
+        }
+        if (outcome.requests.length === 0 && (await this.childResumed(tx, inv.id, row.path))) {
+          const job = await wakeNodeTx(tx, inv.id, row.path, 'pending');
+          return job ? [job] : [];
+        }
+      }
+      const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
+      const error = outcome.status === 'failed' ? outcome.error : undefined;
+      const output = outcome.status === 'completed' ? (outcome.output ?? null) : null;
+      await updateNodeTx(tx, inv.id, row.path, {
+        status: outcome.status,
+        escalated,
+        output,
+        error: (error as unknown as Record<string, unknown> | undefined) ?? null,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      });
+      if (endInvocation && outcome.status === 'completed') return this.endInvocationTx(tx, inv);
+      return this.settleTx(tx, inv, row, outcome.status, escalated, error);
+    });
+  }
+
+  /** A paused AgentTool / transfer child that is no longer paused (answered meanwhile). */
+  private async childResumed(tx: Db, invocationId: string, path: string): Promise<boolean> {
+    const children = await childNodes(tx, invocationId, path);
+    return children.some((c) => c.status !== 'paused');
+  }
+
+  private async suspendTx(
+    tx: Db,
+    inv: InvocationRow,
+    row: NodeRow,
+    suspended: NodeSuspended,
+  ): Promise<NodeJobRef[]> {
+    const app = this.deps.apps.get(inv.app) as RegisteredApp;
+    const jobs: NodeJobRef[] = [];
+    for (const child of suspended.children) {
+      const agent = app.agents.get(child.agent);
+      if (!agent) throw new AgentloomError('NOT_FOUND', `agent "${child.agent}" is not in app "${inv.app}"`);
+      const job = await insertNodeTx(tx, {
+        invocationId: inv.id,
+        path: child.path,
+        parentPath: row.path,
+        agent: agent.name,
+        kind: nodeKind(agent),
+        branch: child.branch ?? null,
+      });
+      if (job) jobs.push(job);
+    }
+    // A child that ended while this attempt ran woke a node that was still running: run again now.
+    const children = await childNodes(tx, inv.id, row.path);
+    const ready = children.some((c) => SETTLED.has(c.status as NodeStatus) && c.status !== 'paused');
+    const job = await wakeNodeTx(tx, inv.id, row.path, ready ? 'pending' : 'waiting');
+    await updateNodeTx(tx, inv.id, row.path, { leaseOwner: null, leaseExpiresAt: null });
+    if (ready && job) jobs.push(job);
+    return jobs;
+  }
+
+  /** `endInvocation`: every unfinished node is cancelled and the invocation completes now. */
+  private async endInvocationTx(tx: Db, inv: InvocationRow): Promise<NodeJobRef[]> {
+    for (const node of await invocationNodes(tx, inv.id)) {
+      if (!SETTLED.has(node.status as NodeStatus) || node.status === 'paused') {
+        await updateNodeTx(tx, inv.id, node.path, {
+          status: 'cancelled',
+          leaseOwner: null,
+          leaseExpiresAt: null,
+        });
+      }
+    }
+    await cancelToolRequestsTx(tx, inv.id);
+    const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
+    await setInvocationStatusTx(tx, inv.id, 'completed', { output });
+    this.abort(inv.id);
+    return [];
+  }
+
+  private track(invocationId: string, controller: AbortController, add: boolean): void {
+    let set = this.inflight.get(invocationId);
+    if (add) {
+      if (!set) this.inflight.set(invocationId, (set = new Set()));
+      set.add(controller);
+    } else if (set) {
+      set.delete(controller);
+      if (set.size === 0) this.inflight.delete(invocationId);
+    }
+  }
+
+  /** Aborts the in-flight steps of an invocation in this process (model and tool calls see `signal`). */
+  abort(invocationId: string): void {
+    for (const controller of this.inflight.get(invocationId) ?? []) {
+      controller.abort(new AgentloomError('CANCELLED', 'the invocation was cancelled'));
+    }
+  }
+
+  /** Aborts every in-flight step (abrupt close). */
+  abortAll(): void {
+    for (const id of this.inflight.keys()) this.abort(id);
+  }
+}
+
+function isQuietStop(err: unknown, controller: AbortController): boolean {
+  if (controller.signal.aborted) return true;
+  return err instanceof AgentloomError && (err.code === 'FENCED' || err.code === 'CANCELLED');
+}
+
+/** Errors of the machinery (database unreachable, a simulated crash) rather than of the agent: redeliver. */
+function isInfrastructure(err: unknown): boolean {
+  if (err instanceof AgentloomError) return err.code === 'INTERNAL' && err.retryable;
+  const code = (err as { code?: unknown })?.code;
+  if (typeof code === 'string' && /^(ECONN|EPIPE|ETIMEDOUT|57P|08)/.test(code)) return true;
+  return (err as { crash?: unknown })?.crash === true;
+}

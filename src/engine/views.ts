@@ -1,0 +1,73 @@
+import type { StoredError } from '../core/errors.js';
+import type { InvocationRow } from '../store/invocations.js';
+import type { ToolRequestRow } from '../store/tool-requests.js';
+
+/** A paused call as users see it (CONTRACT.md `pending[]`). */
+export interface PendingCall {
+  /** The id to answer. */
+  callId: string;
+  kind: 'confirmation' | 'long_running' | 'in_doubt';
+  name: string;
+  args: Record<string, unknown>;
+  hint?: string;
+  payload?: unknown;
+  nodePath: string;
+  branch?: string;
+  originalCallId: string;
+}
+
+/** An invocation as `engine.get` returns it. */
+export interface InvocationView {
+  id: string;
+  app: string;
+  sessionId: string;
+  userId: string;
+  status: 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
+  escalated: boolean;
+  output: string | null;
+  error: StoredError | null;
+  llmCalls: number;
+  maxLlmCalls: number;
+  pending: PendingCall[];
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Builds the public view of an invocation. */
+export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): InvocationView {
+  return {
+    id: row.id,
+    app: row.app,
+    sessionId: row.sessionId,
+    userId: row.userId,
+    status: row.status as InvocationView['status'],
+    escalated: row.escalated,
+    output: row.output,
+    error: (row.error as StoredError | null) ?? null,
+    llmCalls: row.llmCalls,
+    maxLlmCalls: row.maxLlmCalls,
+    createdAt: row.createdAt,
+    updatedAt: row.updatedAt,
+    pending: requests.map((r) => {
+      const req = r.request as {
+        name?: string;
+        args?: Record<string, unknown>;
+        hint?: string;
+        payload?: unknown;
+        originalCallId?: string;
+        branch?: string | null;
+      };
+      return {
+        callId: r.callId,
+        kind: r.kind as PendingCall['kind'],
+        name: req.name ?? '',
+        args: req.args ?? {},
+        ...(req.hint === undefined ? {} : { hint: req.hint }),
+        ...(req.payload === undefined ? {} : { payload: req.payload }),
+        nodePath: r.nodePath,
+        ...(req.branch ? { branch: req.branch } : {}),
+        originalCallId: req.originalCallId ?? r.callId,
+      };
+    }),
+  };
+}

@@ -1,0 +1,9 @@
+/** agentloom: a durable workflow engine for ADK-style agents. */
+export * from './core/index.js';
+export * from './agents/index.js';
+export * from './tools/index.js';
+export * from './models/index.js';
+export * from './engine/index.js';
+export { Store } from './store/store.js';
+export { migrate, openDatabase } from './store/index.js';
+export { loadEnv } from './config/env.js';

@@ -1,0 +1,4 @@
+/** The models folder's public face: the Model port and its adapters. */
+export * from './model.js';
+export * from './scripted-model.js';
+export * from './gemini.js';

@@ -1,0 +1,140 @@
+/**
+ * ScriptedModel: a deterministic, offline {@link Model}. A `respond` function decides each answer from the turn
+ * it is shown; every request is recorded so tests can assert what the agent sent and how often it called.
+ */
+import type { Content, Part } from '../core/content.js';
+import { AgentloomError } from '../core/errors.js';
+import { newId } from '../core/ids.js';
+import type { GenerateOptions, Model, ModelRequest, ModelResponse } from './model.js';
+
+/** What a {@link ScriptedModel}'s `respond` function sees of one model call. */
+export interface ScriptedTurn {
+  /** The agent making the call. */
+  agentName: string;
+  /** 0-based index of this call within the agent's current node activation. */
+  callIndex: number;
+  /** The rendered system instruction ('' when none). */
+  systemInstruction: string;
+  /** The conversation sent to the model, oldest first (a copy: mutating it changes nothing). */
+  contents: Content[];
+  /** Names of the tools offered to the model, in declaration order. */
+  toolNames: string[];
+  /** The session state the agent sees (a copy). */
+  state: Record<string, unknown>;
+}
+
+/** A function call in a scripted reply; `id` defaults to a fresh `call_…` id. */
+export interface ScriptedFunctionCall {
+  name: string;
+  args?: Record<string, unknown>;
+  id?: string;
+}
+
+/**
+ * A scripted answer: a string is final text; an object gives text and/or function calls (text first); a
+ * {@link Content} is used as is (its role is forced to 'model').
+ */
+export type ModelReply = string | { text?: string; functionCalls?: ScriptedFunctionCall[] } | Content;
+
+/** Options of {@link ScriptedModel}. */
+export interface ScriptedModelOptions {
+  /** Decides the answer of each call. Throwing (or rejecting) makes `generate` reject with that error. */
+  respond: (turn: ScriptedTurn) => ModelReply | Promise<ModelReply>;
+  /** Name for logs and errors. Default 'scripted'. */
+  name?: string;
+}
+
+/** A deterministic model driven by a `respond` function; what tests, examples and the offline demo use. */
+export class ScriptedModel implements Model {
+  readonly name: string;
+  /** Every request received, oldest first (deep copies taken when the call was made). */
+  readonly requests: ModelRequest[] = [];
+  readonly #respond: ScriptedModelOptions['respond'];
+
+  constructor(options: ScriptedModelOptions) {
+    this.name = options.name ?? 'scripted';
+    this.#respond = options.respond;
+  }
+
+  /** How many calls were made so far (including calls whose `respond` threw). */
+  get calls(): number {
+    return this.requests.length;
+  }
+
+  /** How many calls the named agent made so far. */
+  callsBy(agentName: string): number {
+    return this.requests.filter((r) => r.agentName === agentName).length;
+  }
+
+  /**
+   * Records the request, asks `respond` and returns its reply as a model {@link Content}. Rejects with
+   * `CANCELLED` when `request.signal` is aborted (before the call is recorded, or before the reply is returned).
+   */
+  async generate(request: ModelRequest, options?: GenerateOptions): Promise<ModelResponse> {
+    throwIfAborted(request.signal, this.name);
+    const copy = copyRequest(request);
+    this.requests.push(copy);
+    const reply = await this.#respond({
+      agentName: copy.agentName,
+      callIndex: copy.callIndex,
+      systemInstruction: copy.systemInstruction,
+      contents: structuredClone(copy.contents),
+      toolNames: copy.tools.map((t) => t.name),
+      state: structuredClone(copy.state),
+    });
+    throwIfAborted(request.signal, this.name);
+    const content = toContent(reply);
+    const text = content.parts
+      .filter((p) => p.text !== undefined && !p.thought)
+      .map((p) => p.text)
+      .join('');
+    if (options?.onPartial && text !== '') options.onPartial({ role: 'model', parts: [{ text }] });
+    return { content, finishReason: 'STOP' };
+  }
+}
+
+function throwIfAborted(signal: AbortSignal | undefined, name: string): void {
+  if (signal?.aborted) {
+    throw new AgentloomError('CANCELLED', `The call to model '${name}' was cancelled.`, {
+      cause: signal.reason,
+    });
+  }
+}
+
+/** A deep copy of the request's data; the signal is kept by reference (it is not data). */
+function copyRequest(request: ModelRequest): ModelRequest {
+  const { signal, ...data } = request;
+  const copy: ModelRequest = structuredClone(data);
+  if (signal !== undefined) copy.signal = signal;
+  return copy;
+}
+
+function isContent(reply: ModelReply): reply is Content {
+  return typeof reply === 'object' && 'parts' in reply && Array.isArray(reply.parts);
+}
+
+/** Converts a scripted reply to a model content, giving function calls without id a fresh one. */
+function toContent(reply: ModelReply): Content {
+  if (typeof reply === 'string') return { role: 'model', parts: [{ text: reply }] };
+  if (isContent(reply)) {
+    const parts = structuredClone(reply.parts).map((p): Part => {
+      if (p.functionCall && p.functionCall.id === undefined) {
+        return { ...p, functionCall: { ...p.functionCall, id: newId('call') } };
+      }
+      return p;
+    });
+    return { role: 'model', parts };
+  }
+  const parts: Part[] = [];
+  if (reply.text !== undefined) parts.push({ text: reply.text });
+  for (const call of reply.functionCalls ?? []) {
+    parts.push({
+      functionCall: {
+        id: call.id ?? newId('call'),
+        name: call.name,
+        args: structuredClone(call.args ?? {}),
+      },
+    });
+  }
+  return { role: 'model', parts };
+}

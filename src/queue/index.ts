@@ -1,0 +1,2 @@
+export * from './in-process-queue.js';
+export * from './step-queue.js';

@@ -1,0 +1,102 @@
+/** Invocation rows: create, read, status transitions, budget. */
+import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import { AgentloomError } from '../core/errors.js';
+import type { Db } from './database.js';
+import { invocations } from './schema.js';
+
+/** Status of an invocation (SEMANTICS §7). */
+export type InvocationStatus = 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
+/** Statuses an invocation does not leave on its own. */
+export const TERMINAL_INVOCATION: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+/** NOTIFY channel carrying `{id, status}` whenever an invocation's status changes. */
+export const INVOCATIONS_CHANNEL = 'agentloom_invocations';
+
+export type InvocationRow = typeof invocations.$inferSelect;
+
+/** Inserts an invocation; with an idempotency key, returns the existing one instead when the key was used. */
+export async function insertInvocationTx(
+  tx: Db,
+  row: typeof invocations.$inferInsert,
+): Promise<{ row: InvocationRow; created: boolean }> {
+  const inserted = await tx.insert(invocations).values(row).onConflictDoNothing().returning();
+  if (inserted[0]) return { row: inserted[0], created: true };
+  if (row.idempotencyKey) {
+    const [existing] = await tx
+      .select()
+      .from(invocations)
+      .where(and(eq(invocations.app, row.app), eq(invocations.idempotencyKey, row.idempotencyKey)));
+    if (existing) return { row: existing, created: false };
+  }
+  throw new AgentloomError('CONFLICT', `invocation "${row.id}" already exists`);
+}
+
+export async function getInvocation(
+  db: Db,
+  id: string,
+  forUpdate = false,
+): Promise<InvocationRow | undefined> {
+  const query = db.select().from(invocations).where(eq(invocations.id, id));
+  const [row] = forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+/** Sets status (and other fields) and notifies followers in the same transaction. */
+export async function setInvocationStatusTx(
+  tx: Db,
+  id: string,
+  status: InvocationStatus,
+  fields: Partial<Pick<InvocationRow, 'output' | 'error' | 'escalated' | 'maxLlmCalls'>> = {},
+): Promise<void> {
+  const ended = TERMINAL_INVOCATION.has(status);
+  await tx
+    .update(invocations)
+    .set({
+      status,
+      ...fields,
+      updatedAt: sql`now()`,
+      endedAt: ended ? sql`now()` : null,
+      ...(ended ? { tempState: {} } : {}),
+    })
+    .where(eq(invocations.id, id));
+  await tx.execute(sql`select pg_notify(${INVOCATIONS_CHANNEL}, ${JSON.stringify({ id, status })})`);
+}
+
+/** Counts one model call; false when the budget is spent. */
+export async function reserveLlmCall(
+  db: Db,
+  id: string,
+): Promise<{ ok: boolean; used: number; max: number }> {
+  const [row] = await db
+    .update(invocations)
+    .set({ llmCalls: sql`${invocations.llmCalls} + 1` })
+    .where(and(eq(invocations.id, id), lt(invocations.llmCalls, invocations.maxLlmCalls)))
+    .returning({ used: invocations.llmCalls, max: invocations.maxLlmCalls });
+  if (row) return { ok: true, ...row };
+  const current = await getInvocation(db, id);
+  return { ok: false, used: current?.llmCalls ?? 0, max: current?.maxLlmCalls ?? 0 };
+}
+
+/** Options of {@link listInvocations}. */
+export interface ListInvocationsOptions {
+  app?: string;
+  status?: string;
+  userId?: string;
+  limit?: number;
+}
+
+/** Invocations, newest first. */
+export async function listInvocations(
+  db: Db,
+  options: ListInvocationsOptions = {},
+): Promise<InvocationRow[]> {
+  const conditions = [];
+  if (options.app) conditions.push(eq(invocations.app, options.app));
+  if (options.status) conditions.push(eq(invocations.status, options.status));
+  if (options.userId) conditions.push(eq(invocations.userId, options.userId));
+  return db
+    .select()
+    .from(invocations)
+    .where(conditions.length ? and(...conditions) : undefined)
+    .orderBy(desc(invocations.createdAt))
+    .limit(options.limit ?? 50);
+}

@@ -1,0 +1,106 @@
+/** Paused tool calls and their answers (audit trail). */
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import type { Db } from './database.js';
+import { toolRequests, artifacts } from './schema.js';
+
+export type ToolRequestRow = typeof toolRequests.$inferSelect;
+
+/** Records pending requests of a node (idempotent: a request already recorded is kept as is). */
+export async function insertToolRequestsTx(
+  tx: Db,
+  rows: (typeof toolRequests.$inferInsert)[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  await tx.insert(toolRequests).values(rows).onConflictDoNothing();
+}
+
+/** A request by call id (optionally within one invocation), locked when `forUpdate`. */
+export async function findToolRequest(
+  db: Db,
+  callId: string,
+  invocationId?: string,
+  forUpdate = false,
+): Promise<ToolRequestRow | undefined> {
+  const where = invocationId
+    ? and(eq(toolRequests.callId, callId), eq(toolRequests.invocationId, invocationId))
+    : eq(toolRequests.callId, callId);
+  const query = db.select().from(toolRequests).where(where);
+  const [row] = forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+/** Pending requests of an invocation, oldest first. */
+export async function pendingToolRequests(db: Db, invocationId: string): Promise<ToolRequestRow[]> {
+  return db
+    .select()
+    .from(toolRequests)
+    .where(and(eq(toolRequests.invocationId, invocationId), eq(toolRequests.status, 'pending')))
+    .orderBy(toolRequests.createdAt);
+}
+
+/** Whether any of these requests has been answered (or cancelled) since they were read. */
+export async function anyAnswered(db: Db, invocationId: string, callIds: string[]): Promise<boolean> {
+  if (callIds.length === 0) return false;
+  const rows = await db
+    .select({ status: toolRequests.status })
+    .from(toolRequests)
+    .where(and(eq(toolRequests.invocationId, invocationId), inArray(toolRequests.callId, callIds)));
+  return rows.some((r) => r.status !== 'pending');
+}
+
+/** Stores the answer to a request. */
+export async function answerToolRequestTx(
+  tx: Db,
+  invocationId: string,
+  callId: string,
+  response: Record<string, unknown>,
+  by: string | undefined,
+): Promise<void> {
+  await tx
+    .update(toolRequests)
+    .set({ status: 'answered', response, answeredBy: by ?? null, answeredAt: sql`now()` })
+    .where(and(eq(toolRequests.invocationId, invocationId), eq(toolRequests.callId, callId)));
+}
+
+/** Cancels the pending requests of an invocation. */
+export async function cancelToolRequestsTx(tx: Db, invocationId: string): Promise<void> {
+  await tx
+    .update(toolRequests)
+    .set({ status: 'cancelled' })
+    .where(and(eq(toolRequests.invocationId, invocationId), eq(toolRequests.status, 'pending')));
+}
+
+/** Saves a new version of an artifact; returns the version (1, 2, …). */
+export async function saveArtifactTx(
+  tx: Db,
+  sessionId: string,
+  name: string,
+  mime: string,
+  data: Uint8Array,
+): Promise<number> {
+  const [row] = await tx
+    .select({ max: sql<number>`coalesce(max(${artifacts.version}), 0)` })
+    .from(artifacts)
+    .where(and(eq(artifacts.sessionId, sessionId), eq(artifacts.name, name)));
+  const version = Number(row?.max ?? 0) + 1;
+  await tx.insert(artifacts).values({ sessionId, name, version, mime, data });
+  return version;
+}
+
+/** Loads an artifact's latest or given version. */
+export async function loadArtifact(
+  db: Db,
+  sessionId: string,
+  name: string,
+  version?: number,
+): Promise<{ mime: string; data: Uint8Array; version: number } | undefined> {
+  const conditions = [eq(artifacts.sessionId, sessionId), eq(artifacts.name, name)];
+  if (version !== undefined) conditions.push(eq(artifacts.version, version));
+  const [row] = await db
+    .select()
+    .from(artifacts)
+    .where(and(...conditions))
+    .orderBy(desc(artifacts.version))
+    .limit(1);
+  return row ? { mime: row.mime, data: new Uint8Array(row.data), version: row.version } : undefined;
+}

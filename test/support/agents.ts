@@ -1,0 +1,27 @@
+/** Small builders for test agents driven by scripted models. */
+import {
+  LlmAgent,
+  ScriptedModel,
+  type LlmAgentOptions,
+  type ModelReply,
+  type ScriptedTurn,
+} from '../../src/index.js';
+
+/** An LlmAgent whose model answers with `reply` (a fixed text or a function of the turn). */
+export function scripted(
+  name: string,
+  reply: ModelReply | ((turn: ScriptedTurn) => ModelReply),
+  options: Partial<LlmAgentOptions> = {},
+): LlmAgent & { model: ScriptedModel } {
+  const model = new ScriptedModel({ respond: (turn) => (typeof reply === 'function' ? reply(turn) : reply) });
+  const agent = new LlmAgent({ name, model, ...options }) as LlmAgent & { model: ScriptedModel };
+  Object.defineProperty(agent, 'model', { value: model });
+  return agent;
+}
+
+/** All text of a turn's contents, for asserting on what a model saw. */
+export function seenText(turn: ScriptedTurn): string {
+  return turn.contents
+    .flatMap((c) => c.parts.map((p) => p.text ?? JSON.stringify(p.functionCall ?? p.functionResponse ?? '')))
+    .join('\n');
+}
