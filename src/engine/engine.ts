@@ -19,7 +19,13 @@ import {
   INVOCATIONS_CHANNEL,
   type InvocationRow,
 } from '../store/invocations.js';
-import { expireAllLeases, insertNodeTx, runnableNodes, type NodeJobRef } from '../store/nodes.js';
+import {
+  expireAllLeases,
+  insertNodeTx,
+  invocationNodes,
+  runnableNodes,
+  type NodeJobRef,
+} from '../store/nodes.js';
 import { createSessionTx, getSession } from '../store/sessions.js';
 import { assertPlainObject } from '../store/state.js';
 import { Store } from '../store/store.js';
@@ -30,7 +36,7 @@ import { cancelTx, retryTx } from './control.js';
 import { registerApps, type AppDefinition, type RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
 import { nodeKind, Scheduler } from './scheduler.js';
-import { invocationView, type InvocationView } from './views.js';
+import { invocationView, type InvocationView, type NodeView } from './views.js';
 
 /** Options of {@link createEngine}. */
 export interface EngineOptions {
@@ -234,6 +240,24 @@ export class Engine {
   async get(invocationId: string): Promise<InvocationView> {
     const row = await this.requireInvocation(invocationId);
     return invocationView(row, await pendingToolRequests(this.store.db, invocationId));
+  }
+
+  /** The invocation's nodes (the checkpoint table): path, agent, status, checkpoint, attempt. */
+  async nodes(invocationId: string): Promise<NodeView[]> {
+    await this.requireInvocation(invocationId);
+    const rows = await invocationNodes(this.store.db, invocationId);
+    return rows
+      .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || a.path.localeCompare(b.path))
+      .map((r) => ({
+        path: r.path,
+        agent: r.agent,
+        kind: r.kind,
+        status: r.status,
+        branch: r.branch ?? undefined,
+        checkpoint: r.checkpoint,
+        escalated: r.escalated,
+        attempt: r.attempt,
+      }));
   }
 
   /** Resolves when the invocation is completed, paused, failed or cancelled. */

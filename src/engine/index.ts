@@ -1,5 +1,5 @@
 export * from './engine.js';
 export * from './registry.js';
 export * from './runner.js';
-export type { InvocationView, PendingCall } from './views.js';
+export type { InvocationView, NodeView, PendingCall } from './views.js';
 export type { FunctionResponseInput } from './resume.js';

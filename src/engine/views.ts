@@ -71,3 +71,15 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     }),
   };
 }
+
+/** A node as `engine.nodes` returns it. */
+export interface NodeView {
+  path: string;
+  agent: string;
+  kind: string;
+  status: string;
+  branch?: string;
+  checkpoint: Record<string, unknown>;
+  escalated: boolean;
+  attempt: number;
+}
