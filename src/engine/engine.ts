@@ -343,10 +343,31 @@ export class Engine {
       });
     }
     for (const response of input.functionResponses) {
-      const { jobs } = await this.store.transaction((tx) =>
-        answerTx(tx, response, { invocationId: input.invocationId, by: input.by }),
-      );
+      const { jobs } = await this.store.transaction(async (tx) => {
+        const answered = await answerTx(tx, response, { invocationId: input.invocationId, by: input.by });
+        // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
+        this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
+        return answered;
+      });
       await this.queue.enqueue(jobs);
+    }
+  }
+
+  private assertSameDefinition(inv: InvocationRow | undefined): void {
+    if (!inv) return;
+    const app = this.apps.get(inv.app);
+    if (!app || app.definitionHash !== inv.definitionHash) {
+      throw new AgentloomError(
+        'DEFINITION_MISMATCH',
+        `invocation ${inv.id} was started with another definition of app "${inv.app}"; answer it from an engine that serves that definition (changing the agent tree under a running invocation would resume it against checkpoints of a different workflow)`,
+        {
+          details: {
+            invocationId: inv.id,
+            expected: inv.definitionHash,
+            actual: app?.definitionHash ?? null,
+          },
+        },
+      );
     }
   }
 
@@ -373,6 +394,7 @@ export class Engine {
 
   /** Runs a failed or cancelled invocation again from its checkpoints. */
   async retry(invocationId: string, options: { maxLlmCalls?: number } = {}): Promise<InvocationView> {
+    this.assertSameDefinition(await this.requireInvocation(invocationId));
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
     await this.queue.enqueue(jobs);
     return this.get(invocationId);
