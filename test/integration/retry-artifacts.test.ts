@@ -1,0 +1,62 @@
+/** engine.retry resumes a failed invocation from its checkpoints; tools save artifacts that templates read. */
+import { describe, expect, it } from 'vitest';
+import { FunctionTool, SequentialAgent } from '../../src/index.js';
+import { scripted } from '../support/agents.js';
+import { backends, engineOn } from '../support/engines.js';
+
+describe.each(backends)('retry and artifacts on $name', (backend) => {
+  it('retries a failed invocation without re-running what completed', async () => {
+    let fail = true;
+    const first = scripted('first', 'first done');
+    const flaky = scripted('flaky', () => {
+      if (fail) throw new Error('model exploded');
+      return 'flaky done';
+    });
+    const engine = await engineOn(backend, { apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [first, flaky] }) }] });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
+      const failed = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(failed.status).toBe('failed');
+      expect(failed.error?.code).toBe('MODEL_ERROR');
+      expect(failed.error?.message).toContain('model exploded');
+      await expect(engine.retry('inv_missing')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+      fail = false;
+      await engine.retry(invocationId);
+      const done = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(done.status).toBe('completed');
+      expect(done.output).toBe('flaky done');
+      expect(first.model.calls).toBe(1);
+      await expect(engine.retry(invocationId)).rejects.toMatchObject({ code: 'CONFLICT' });
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('saves artifact versions from a tool and renders {artifact.name} in a later instruction', async () => {
+    const save = new FunctionTool({
+      name: 'save_notes',
+      description: 'd',
+      execute: async (_args, ctx) => {
+        await ctx.saveArtifact('notes.md', { mime: 'text/markdown', data: 'v1 notes' });
+        const version = await ctx.saveArtifact('notes.md', { mime: 'text/markdown', data: 'final notes' });
+        const loaded = await ctx.loadArtifact('notes.md', 1);
+        return { version, first: new TextDecoder().decode(loaded?.data) };
+      },
+    });
+    const writer = scripted('writer', (turn) => (turn.callIndex === 0 ? { functionCalls: [{ name: 'save_notes', args: {} }] } : 'saved'), {
+      tools: [save],
+    });
+    const reader = scripted('reader', (turn) => `read: ${turn.systemInstruction}`, { instruction: 'Notes: {artifact.notes.md}' });
+    const engine = await engineOn(backend, { apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [writer, reader] }) }] });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
+      const done = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(done.status).toBe('completed');
+      expect(done.output).toBe('read: Notes: final notes');
+      const response = writer.model.requests[1]?.contents.flatMap((c) => c.parts).find((p) => p.functionResponse)?.functionResponse;
+      expect(response?.response).toEqual({ version: 2, first: 'v1 notes' });
+    } finally {
+      await engine.close();
+    }
+  });
+});
