@@ -253,6 +253,7 @@ async function runTool(
         author: agent.name,
         actions: { stateDelta: {}, artifactDelta: {}, agentState: { startedCall: call.id } },
       });
+      await scope.rt.fault('after-tool-start');
     }
   }
   let response: Record<string, unknown>;

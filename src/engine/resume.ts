@@ -79,6 +79,13 @@ export async function answerTx(
       },
     );
   }
+  if (request.kind === 'in_doubt' && !['rerun', 'skip', 'fail'].includes(String(input.response.action))) {
+    throw new AgentloomError(
+      'VALIDATION',
+      `an in-doubt call is answered with {"action": "rerun"} (run it again), {"action": "skip", "result": {…}} (use this result) or {"action": "fail", "message"?: "…"}`,
+      { details: { field: 'response.action', callId: input.id } },
+    );
+  }
   const invocation = await getInvocation(tx, invocationId, true);
   if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
     throw new AgentloomError(

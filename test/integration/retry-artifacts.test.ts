@@ -12,7 +12,9 @@ describe.each(backends)('retry and artifacts on $name', (backend) => {
       if (fail) throw new Error('model exploded');
       return 'flaky done';
     });
-    const engine = await engineOn(backend, { apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [first, flaky] }) }] });
+    const engine = await engineOn(backend, {
+      apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [first, flaky] }) }],
+    });
     try {
       const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
       const failed = await engine.wait(invocationId, { timeoutMs: 30_000 });
@@ -43,17 +45,27 @@ describe.each(backends)('retry and artifacts on $name', (backend) => {
         return { version, first: new TextDecoder().decode(loaded?.data) };
       },
     });
-    const writer = scripted('writer', (turn) => (turn.callIndex === 0 ? { functionCalls: [{ name: 'save_notes', args: {} }] } : 'saved'), {
-      tools: [save],
+    const writer = scripted(
+      'writer',
+      (turn) => (turn.callIndex === 0 ? { functionCalls: [{ name: 'save_notes', args: {} }] } : 'saved'),
+      {
+        tools: [save],
+      },
+    );
+    const reader = scripted('reader', (turn) => `read: ${turn.systemInstruction}`, {
+      instruction: 'Notes: {artifact.notes.md}',
     });
-    const reader = scripted('reader', (turn) => `read: ${turn.systemInstruction}`, { instruction: 'Notes: {artifact.notes.md}' });
-    const engine = await engineOn(backend, { apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [writer, reader] }) }] });
+    const engine = await engineOn(backend, {
+      apps: [{ name: 'app', agent: new SequentialAgent({ name: 's', subAgents: [writer, reader] }) }],
+    });
     try {
       const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
       const done = await engine.wait(invocationId, { timeoutMs: 30_000 });
       expect(done.status).toBe('completed');
       expect(done.output).toBe('read: Notes: final notes');
-      const response = writer.model.requests[1]?.contents.flatMap((c) => c.parts).find((p) => p.functionResponse)?.functionResponse;
+      const response = writer.model.requests[1]?.contents
+        .flatMap((c) => c.parts)
+        .find((p) => p.functionResponse)?.functionResponse;
       expect(response?.response).toEqual({ version: 2, first: 'v1 notes' });
     } finally {
       await engine.close();

@@ -1,0 +1,71 @@
+/**
+ * Tools declared `sideEffects: 'unsafe'` are never silently re-run after a crash between their start and their
+ * stored response: the invocation pauses with an in-doubt request that a human resolves.
+ */
+import { describe, expect, it } from 'vitest';
+import { FunctionTool } from '../../src/index.js';
+import { scripted } from '../support/agents.js';
+import { backends, engineOn } from '../support/engines.js';
+
+describe.each(backends)('in-doubt tool calls on $name', (backend) => {
+  for (const action of ['skip', 'rerun'] as const) {
+    it(`pauses after a crash mid-call and, answered "${action}", completes`, async () => {
+      let charges = 0;
+      const charge = new FunctionTool({
+        name: 'charge_card',
+        description: 'charges a card',
+        sideEffects: 'unsafe',
+        execute: () => ({ charged: ++charges }),
+      });
+      const agent = scripted(
+        'cashier',
+        (turn) => (turn.callIndex === 0 ? { functionCalls: [{ name: 'charge_card', args: {} }] } : 'done'),
+        {
+          tools: [charge],
+        },
+      );
+      let crashed = false;
+      const engine = await engineOn(backend, {
+        apps: [{ name: 'shop', agent }],
+        leaseMs: 400,
+        reconcileIntervalMs: 200,
+        // The process dies after the charge went out but before its response was stored.
+        faults: async (point) => {
+          if (point === 'after-tool-start' && !crashed) {
+            crashed = true;
+            charges++;
+            throw Object.assign(new Error('simulated crash'), { crash: true });
+          }
+        },
+      });
+      try {
+        const { invocationId } = await engine.enqueue({ app: 'shop', userId: 'u', input: 'pay' });
+        const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+        expect(paused.status).toBe('paused');
+        expect(paused.pending[0]).toMatchObject({ kind: 'in_doubt', name: 'charge_card' });
+        expect(charges).toBe(1);
+        await expect(
+          engine.respond({
+            invocationId,
+            functionResponses: [{ id: paused.pending[0]!.callId, response: { action: 'maybe' } }],
+          }),
+        ).rejects.toMatchObject({ code: 'VALIDATION' });
+        const response =
+          action === 'skip' ? { action, result: { charged: 1, note: 'verified by hand' } } : { action };
+        await engine.respond({
+          invocationId,
+          functionResponses: [{ id: paused.pending[0]!.callId, response }],
+          by: 'ops',
+        });
+        const done = await engine.wait(invocationId, { timeoutMs: 30_000 });
+        expect(done.status).toBe('completed');
+        expect(charges).toBe(action === 'skip' ? 1 : 2);
+        const seen = agent.model.requests[1]?.contents.flatMap((c) => c.parts).find((p) => p.functionResponse)
+          ?.functionResponse?.response;
+        expect(seen).toEqual(action === 'skip' ? { charged: 1, note: 'verified by hand' } : { charged: 2 });
+      } finally {
+        await engine.close();
+      }
+    });
+  }
+});
