@@ -2,6 +2,7 @@
  * What agents and tools see of a running invocation. The engine implements these ports; agents never touch a
  * driver, a queue or the store.
  */
+import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
@@ -88,6 +89,8 @@ export interface NodeRuntime {
   saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number>;
   /** Named crash points for durability tests (a no-op in production). */
   fault(point: string): Promise<void>;
+  /** Delivers a token-level partial response to live listeners (never stored). */
+  publishPartial(content: Content): void;
 }
 
 /** What a leaf activation ended with. Waiting for a child is signalled by `runChild` throwing. */

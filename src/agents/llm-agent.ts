@@ -35,6 +35,8 @@ export interface LlmAgentOptions extends BaseAgentOptions, LlmAgentCallbacks {
   /** Model↔tool rounds per activation. Default 16. */
   maxIterations?: number;
   generateContentConfig?: Record<string, unknown>;
+  /** Stream the model's answer: partial events reach live listeners (`engine.events(id, { partial: true })`). */
+  stream?: boolean;
   disallowTransferToParent?: boolean;
   disallowTransferToPeers?: boolean;
   disableTransfer?: boolean;

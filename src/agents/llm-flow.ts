@@ -127,7 +127,10 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
     (await agent.options.beforeModelCallback?.(cbx, request)) ?? undefined;
   if (!response) {
     try {
-      response = await rt.resolveModel(agent.options.model).generate(request);
+      const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
+      response = await rt
+        .resolveModel(agent.options.model)
+        .generate(request, onPartial ? { onPartial } : undefined);
     } catch (err) {
       if (isControlFlow(err) || rt.signal.aborted) throw err;
       response = (await agent.options.onModelErrorCallback?.(cbx, request, err)) ?? undefined;

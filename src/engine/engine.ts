@@ -2,6 +2,7 @@
  * The engine: the one code path of every mode. It talks to a Store (PostgreSQL or PGlite) and a StepQueue
  * (in-process or BullMQ) and never branches on which. `createEngine` wires them (CONTRACT.md "engine").
  */
+import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { pino, type Logger } from 'pino';
 import { userText, type Content } from '../core/content.js';
@@ -85,6 +86,8 @@ export class Engine {
   private stopWorker: ((o?: { abrupt?: boolean }) => Promise<void>) | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** In-process pub/sub of partial events, by invocation id (never stored). */
+  private readonly partials = new EventEmitter();
 
   constructor(
     readonly store: Store,
@@ -95,6 +98,7 @@ export class Engine {
     models: Map<string, Model>,
     geminiApiKey: string | undefined,
   ) {
+    this.partials.setMaxListeners(0);
     const tools = new Map(Object.entries(options.tools ?? {}));
     const geminiCache = new Map<string, Model>();
     this.scheduler = new Scheduler({
@@ -115,6 +119,7 @@ export class Engine {
       fault: async (point, info) => {
         await options.faults?.(point, info);
       },
+      partials: (event) => this.partials.emit(event.invocationId, event),
     });
   }
 
@@ -295,7 +300,7 @@ export class Engine {
   /** The invocation's events in seq order; with `follow`, keeps yielding new ones until it settles. */
   async *events(
     invocationId: string,
-    options: { afterSeq?: number; follow?: boolean } = {},
+    options: { afterSeq?: number; follow?: boolean; partial?: boolean } = {},
   ): AsyncGenerator<Event> {
     const inv = await this.requireInvocation(invocationId);
     let after = options.afterSeq ?? 0;
@@ -309,8 +314,16 @@ export class Engine {
     const unlisten = options.follow
       ? await this.store.listen(INVOCATIONS_CHANNEL, () => wake())
       : async () => undefined;
+    // Partial (streamed) events of steps running in this process, delivered live and never stored.
+    const partials: Event[] = [];
+    const onPartial = (event: Event) => {
+      partials.push(event);
+      wake();
+    };
+    if (options.follow && options.partial) this.partials.on(invocationId, onPartial);
     try {
       for (;;) {
+        yield* partials.splice(0);
         const batch = await listEvents(this.store.db, inv.sessionId, { afterSeq: after, invocationId });
         for (const event of batch) {
           after = event.seq;
@@ -326,6 +339,7 @@ export class Engine {
         notified = new Promise<void>((resolve) => (wake = resolve));
       }
     } finally {
+      this.partials.off(invocationId, onPartial);
       unsubscribe();
       await unlisten();
     }

@@ -6,7 +6,9 @@ import type { ChildOutcome, NodeRuntime, SuspendChild } from '../agents/context.
 import { NodeSuspended } from '../agents/context.js';
 import { SETTLED, type NodeStatus } from '../agents/workflow.js';
 import { AgentloomError, type StoredError } from '../core/errors.js';
+import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
+import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import type { Db } from '../store/database.js';
 import type { Store } from '../store/store.js';
@@ -25,6 +27,8 @@ export interface NodeRuntimeDeps {
   defaultModel: (name: string) => Model | undefined;
   tools: ReadonlyMap<string, Tool>;
   fault: (point: string, info: { invocationId: string; path: string; attempt: number }) => Promise<void>;
+  /** Receives partial (streamed, never stored) events. */
+  partials: (event: Event) => void;
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -177,6 +181,21 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number> {
     return this.fenced((tx) => saveArtifactTx(tx, this.sessionId, name, artifact.mime, artifact.data));
+  }
+
+  publishPartial(content: Content): void {
+    this.deps.partials({
+      id: newId('partial'),
+      invocationId: this.invocationId,
+      author: this.node.agent,
+      nodePath: this.nodePath,
+      ...(this.branch ? { branch: this.branch } : {}),
+      seq: this.events.at(-1)?.seq ?? 0,
+      timestamp: Date.now(),
+      content,
+      partial: true,
+      actions: { stateDelta: {}, artifactDelta: {} },
+    });
   }
 
   fault(point: string): Promise<void> {

@@ -72,3 +72,31 @@ describe.each(backends)('retry and artifacts on $name', (backend) => {
     }
   });
 });
+
+describe('streaming', () => {
+  it('delivers partial events to live followers and never stores them', async () => {
+    // The model answers only once the follower is listening (it has received the first stored event).
+    let open!: () => void;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const agent = scripted('talker', () => gate.then(() => 'streamed answer'), { stream: true });
+    const engine = await engineOn(backends[0]!, { apps: [{ name: 'app', agent }] });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'talk' });
+      const live = [];
+      for await (const e of engine.events(invocationId, { follow: true, partial: true })) {
+        live.push(e);
+        open();
+      }
+      const partial = live.filter((e) => e.partial);
+      expect(partial.length).toBeGreaterThan(0);
+      expect(partial[0]?.content?.parts[0]?.text).toBe('streamed answer');
+      expect(partial[0]?.author).toBe('talker');
+      const stored = [];
+      for await (const e of engine.events(invocationId)) stored.push(e);
+      expect(stored.some((e) => e.partial)).toBe(false);
+      expect(stored.map((e) => e.author)).toEqual(['user', 'talker']);
+    } finally {
+      await engine.close();
+    }
+  });
+});

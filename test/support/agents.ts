@@ -10,7 +10,7 @@ import {
 /** An LlmAgent whose model answers with `reply` (a fixed text or a function of the turn). */
 export function scripted(
   name: string,
-  reply: ModelReply | ((turn: ScriptedTurn) => ModelReply),
+  reply: ModelReply | ((turn: ScriptedTurn) => ModelReply | Promise<ModelReply>),
   options: Partial<LlmAgentOptions> = {},
 ): LlmAgent & { model: ScriptedModel } {
   const model = new ScriptedModel({ respond: (turn) => (typeof reply === 'function' ? reply(turn) : reply) });
