@@ -53,7 +53,8 @@ export class ParallelAgent extends WorkflowAgent {
         checkpoint,
         start,
         status: 'failed',
-        error: { code: 'BRANCH_FAILED', message, details: { errors } },
+        // One shared cause (e.g. LLM_CALL_BUDGET_EXCEEDED) keeps its code; mixed causes are BRANCH_FAILED.
+        error: { code: sharedCode(errors) ?? 'BRANCH_FAILED', message, details: { errors } },
         events: [],
       };
     }
@@ -61,4 +62,10 @@ export class ParallelAgent extends WorkflowAgent {
     if (statuses.includes('paused')) return { checkpoint, start, status: 'paused', events: [] };
     return { checkpoint, start, status: 'completed', escalated, events: [this.endEvent()] };
   }
+}
+
+function sharedCode(errors: Record<string, unknown>[]): string | undefined {
+  const codes = new Set(errors.map((e) => e.code));
+  const [only] = [...codes];
+  return codes.size === 1 && typeof only === 'string' ? only : undefined;
 }
