@@ -61,8 +61,11 @@ export interface NodeRuntime {
   readonly signal: AbortSignal;
   /** Events already stored by earlier attempts of this node (its journal), oldest first. */
   readonly journal: readonly Event[];
-  /** The session's events visible to this step (those loaded at claim plus those this step appended). */
-  sessionEvents(): readonly Event[];
+  /**
+   * The session's events as of this step: loaded once on first use (only model calls need the whole history),
+   * plus those this step appended.
+   */
+  sessionEvents(): Promise<readonly Event[]>;
   /** The merged state (session, app:, user:, temp:) as of this step's latest write. */
   state(): Record<string, unknown>;
   /** Appends an event of this node (fenced); resolves with the stored event. */

@@ -99,7 +99,7 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   return {
     model: typeof agent.options.model === 'string' ? agent.options.model : undefined,
     systemInstruction: system,
-    contents: buildHistory(rt.sessionEvents(), {
+    contents: buildHistory(await rt.sessionEvents(), {
       agentName: agent.name,
       branch: rt.branch,
       includeContents: agent.options.includeContents ?? 'default',

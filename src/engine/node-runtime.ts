@@ -12,7 +12,7 @@ import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import type { Db } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import { appendEventTx } from '../store/events.js';
+import { appendEventTx, listEvents } from '../store/events.js';
 import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
@@ -49,14 +49,16 @@ export class EngineNodeRuntime implements NodeRuntime {
   readonly branch: string | undefined;
   readonly journal: readonly Event[];
   endRequested = false;
-  private readonly events: Event[];
+  private history: Event[] | undefined;
+  /** Events this step appended, in order (the history loaded later must include them too). */
+  private readonly appended: Event[] = [];
   private currentState: Record<string, unknown>;
 
   constructor(
     private readonly deps: NodeRuntimeDeps,
     private readonly invocation: InvocationInfo,
     private readonly node: NodeRow,
-    sessionEvents: Event[],
+    journal: Event[],
     state: Record<string, unknown>,
     readonly signal: AbortSignal,
   ) {
@@ -66,13 +68,17 @@ export class EngineNodeRuntime implements NodeRuntime {
     this.userId = invocation.userId;
     this.nodePath = node.path;
     this.branch = node.branch ?? undefined;
-    this.events = sessionEvents;
-    this.journal = sessionEvents.filter((e) => e.invocationId === invocation.id && e.nodePath === node.path);
+    this.journal = journal;
     this.currentState = state;
   }
 
-  sessionEvents(): readonly Event[] {
-    return this.events;
+  async sessionEvents(): Promise<readonly Event[]> {
+    if (!this.history) {
+      const loaded = await listEvents(this.deps.store.db, this.sessionId);
+      const seen = new Set(loaded.map((e) => e.seq));
+      this.history = [...loaded, ...this.appended.filter((e) => !seen.has(e.seq))];
+    }
+    return this.history;
   }
 
   state(): Record<string, unknown> {
@@ -110,7 +116,8 @@ export class EngineNodeRuntime implements NodeRuntime {
       actions.stateDelta ?? {},
       actions.appendToState ?? [],
     );
-    this.events.push(stored);
+    this.appended.push(stored);
+    this.history?.push(stored);
     return stored;
   }
 
@@ -190,7 +197,7 @@ export class EngineNodeRuntime implements NodeRuntime {
       author: this.node.agent,
       nodePath: this.nodePath,
       ...(this.branch ? { branch: this.branch } : {}),
-      seq: this.events.at(-1)?.seq ?? 0,
+      seq: this.appended.at(-1)?.seq ?? this.journal.at(-1)?.seq ?? 0,
       timestamp: Date.now(),
       content,
       partial: true,

@@ -217,11 +217,11 @@ export class Scheduler {
       Math.max(50, Math.floor(leaseMs / 3)),
     );
     try {
-      const [events, state] = await Promise.all([
-        listEvents(store.db, inv.sessionId),
+      const [journal, state] = await Promise.all([
+        listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: node.path }),
         readInvocationState(store.db, inv.sessionId, inv.id),
       ]);
-      const runtime = new EngineNodeRuntime(this.deps, inv, claimed, events, state, controller.signal);
+      const runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal);
       let outcome: LeafOutcome | NodeSuspended;
       try {
         outcome = await agent.runLeaf(runtime);
