@@ -119,6 +119,8 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
 /** Calls the model (callbacks around it) and stores the response event. Returns the stored event. */
 async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const { agent, rt } = flow;
+  // Cancellation and budget are checked before every model call (SEMANTICS §3).
+  if (rt.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
   await rt.reserveLlmCall();
   const request = await buildRequest(flow, callIndex);
   const delta: Record<string, unknown> = {};

@@ -66,7 +66,10 @@ export class Scheduler {
   /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
   async handle(job: StepJob): Promise<void> {
     const { store } = this.deps;
-    const inv = await getInvocation(store.db, job.invocationId);
+    const [inv, node] = await Promise.all([
+      getInvocation(store.db, job.invocationId),
+      getNode(store.db, job.invocationId, job.path),
+    ]);
     if (!inv || TERMINAL_INVOCATION.has(inv.status)) return;
     const app = this.deps.apps.get(inv.app);
     if (!app) throw new AgentloomError('NOT_FOUND', `app "${inv.app}" is not served by this worker`);
@@ -77,7 +80,6 @@ export class Scheduler {
         { details: { expected: inv.definitionHash, actual: app.definitionHash } },
       );
     }
-    const node = await getNode(store.db, job.invocationId, job.path);
     if (!node) return;
     const agent = app.agents.get(node.agent);
     if (!agent)
@@ -196,11 +198,15 @@ export class Scheduler {
 
   private async runLeaf(inv: InvocationRow, node: NodeRow, agent: BaseAgent): Promise<void> {
     const { store, leaseMs, owner } = this.deps;
-    const claimed = await store.transaction(async (tx) => {
-      const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs);
-      if (row && inv.status === 'queued') await setInvocationStatusTx(tx, inv.id, 'running');
-      return row;
-    });
+    // The claim is one statement; only the first step of an invocation also marks it running (one transaction).
+    const claimed =
+      inv.status === 'queued'
+        ? await store.transaction(async (tx) => {
+            const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs);
+            if (row) await setInvocationStatusTx(tx, inv.id, 'running');
+            return row;
+          })
+        : await claimLeafTx(store.db, inv.id, node.path, owner, leaseMs);
     if (!claimed) return;
     const log = this.log(inv, node.path, claimed.attempt);
     log.debug('step claimed');
@@ -219,7 +225,7 @@ export class Scheduler {
     try {
       const [journal, state] = await Promise.all([
         listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: node.path }),
-        readInvocationState(store.db, inv.sessionId, inv.id),
+        readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
       const runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal);
       let outcome: LeafOutcome | NodeSuspended;

@@ -110,22 +110,32 @@ export async function getSession(db: Db, id: string): Promise<SessionRecord | un
 }
 
 /**
- * The state an agent of an invocation sees: session, `app:`, `user:` and the invocation's `temp:` keys.
- * One round trip.
+ * The state an agent of an invocation sees: session, `app:`, `user:` and the invocation's `temp:` keys (given by
+ * id, or as the invocation's already-read temp state).
  */
-export async function readInvocationState(db: Db, sessionId: string, invocationId?: string): Promise<Json> {
+export async function readInvocationState(
+  db: Db,
+  sessionId: string,
+  invocation?: string | { temp: Json },
+): Promise<Json> {
   const session = await getSession(db, sessionId);
   if (!session) {
     throw new AgentloomError('NOT_FOUND', `session "${sessionId}" does not exist`, {
       details: { sessionId },
     });
   }
-  if (invocationId === undefined) return session.state;
-  const [inv] = await db
-    .select({ temp: invocations.tempState })
-    .from(invocations)
-    .where(eq(invocations.id, invocationId));
-  return applyToState(session.state, mergeScopes({ temp: inv?.temp ?? {} }), []);
+  if (invocation === undefined) return session.state;
+  // The caller may already hold the invocation's temp state (read with the invocation row): no second query.
+  const temp =
+    typeof invocation === 'string'
+      ? (
+          await db
+            .select({ temp: invocations.tempState })
+            .from(invocations)
+            .where(eq(invocations.id, invocation))
+        )[0]?.temp
+      : invocation.temp;
+  return applyToState(session.state, mergeScopes({ temp: temp ?? {} }), []);
 }
 
 /** Options of {@link listSessions}. */
