@@ -1,6 +1,8 @@
 /** The agentloom command line. */
 import { Command } from 'commander';
 import { AgentloomError } from '../core/errors.js';
+import { loadEnv } from '../config/env.js';
+import { migrate, openDatabase } from '../store/index.js';
 import { runDemo } from './demo.js';
 
 const program = new Command('agentloom').description('A durable workflow engine for ADK-style AI agents');
@@ -15,6 +17,32 @@ program
   .action(async (opts: { data: string; topic?: string }) => {
     const status = await runDemo({ dataDir: opts.data, topic: opts.topic });
     process.exitCode = status === 'completed' ? 0 : 1;
+  });
+
+program
+  .command('migrate')
+  .description(
+    'apply database migrations (PostgreSQL from --database or DATABASE_URL, or PGlite with --data)',
+  )
+  .option('--database <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+  .option('--data <dir>', 'PGlite data directory instead of PostgreSQL')
+  .action(async (opts: { database?: string; data?: string }) => {
+    const url = opts.database ?? loadEnv().DATABASE_URL;
+    if (!url && !opts.data) {
+      throw new AgentloomError(
+        'CONFIG',
+        'migrate needs a database: set DATABASE_URL, or pass --database postgres://… or --data DIR',
+      );
+    }
+    const database = await openDatabase(opts.data ? { pglite: opts.data } : (url as string));
+    try {
+      const applied = await migrate(database);
+      console.log(
+        applied.length === 0 ? 'migrate: schema is up to date' : `migrate: applied ${applied.join(', ')}`,
+      );
+    } finally {
+      await database.close();
+    }
   });
 
 try {

@@ -55,7 +55,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         sql`select count(*)::int as n from information_schema.tables where table_schema = 'public'`,
       );
       expect(before[0]?.n).toBe(0);
-      await migrate(database);
+      expect(await migrate(database)).toEqual(['0000_init']);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
         database.db,
@@ -71,7 +71,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         'tool_requests',
         'user_states',
       ]);
-      await migrate(database);
+      expect(await migrate(database)).toEqual([]);
       expect(await snapshot(database)).toEqual(first);
     } finally {
       await database.close();
