@@ -100,26 +100,36 @@ export class Scheduler {
     const jobs = await this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, path, true);
       if (!row || SETTLED.has(row.status as NodeStatus)) return [];
-      const children = new Map((await childNodes(tx, inv.id, path)).map((c) => [c.path, c]));
-      const decision = agent.advance({
-        path,
-        branch: row.branch ?? undefined,
-        checkpoint: row.checkpoint,
-        child: (p): ChildView | undefined => {
-          const c = children.get(p);
-          return (
-            c && {
-              path: c.path,
-              status: c.status as NodeStatus,
-              escalated: c.escalated,
-              error: (c.error as StoredError | null) ?? undefined,
-            }
-          );
-        },
-      });
-      return this.commitDecision(tx, inv, row, decision);
+      return this.advanceInTx(tx, inv, row, agent);
     });
     await this.deps.queue.enqueue(jobs);
+  }
+
+  /** Advances a workflow node whose row the transaction has locked. */
+  private async advanceInTx(
+    tx: Db,
+    inv: InvocationRow,
+    row: NodeRow,
+    agent: WorkflowAgent,
+  ): Promise<NodeJobRef[]> {
+    const children = new Map((await childNodes(tx, inv.id, row.path)).map((c) => [c.path, c]));
+    const decision = agent.advance({
+      path: row.path,
+      branch: row.branch ?? undefined,
+      checkpoint: row.checkpoint,
+      child: (p): ChildView | undefined => {
+        const c = children.get(p);
+        return (
+          c && {
+            path: c.path,
+            status: c.status as NodeStatus,
+            escalated: c.escalated,
+            error: (c.error as StoredError | null) ?? undefined,
+          }
+        );
+      },
+    });
+    return this.commitDecision(tx, inv, row, decision);
   }
 
   private async commitDecision(
@@ -178,6 +188,13 @@ export class Scheduler {
     error: StoredError | undefined,
   ): Promise<NodeJobRef[]> {
     if (row.parentPath !== null) {
+      // "Child ended" and "parent advanced" commit in one transaction when the parent is a workflow node: no
+      // window in which a crash leaves the parent behind its child, and no queue hop per step.
+      const parent = await getNode(tx, inv.id, row.parentPath, true);
+      const agent = parent && this.deps.apps.get(inv.app)?.agents.get(parent.agent);
+      if (parent && agent instanceof WorkflowAgent && !SETTLED.has(parent.status as NodeStatus)) {
+        return this.advanceInTx(tx, inv, parent, agent);
+      }
       const job = await wakeNodeTx(tx, inv.id, row.parentPath);
       return job ? [job] : [];
     }
