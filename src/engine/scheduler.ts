@@ -241,7 +241,10 @@ export class Scheduler {
     );
     try {
       const [journal, state] = await Promise.all([
-        listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: node.path }),
+        // A first attempt has no journal: only claimed attempts (and answers to their pauses) write a node's events.
+        claimed.attempt === 1
+          ? []
+          : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: node.path }),
         readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
       const runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal);

@@ -8,7 +8,7 @@ import { AgentloomError } from '../core/errors.js';
 import { textOf } from '../core/content.js';
 import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
-import type { Db } from './database.js';
+import { queryRows, type Db } from './database.js';
 import { appStates, events, invocations, sessions, userStates } from './schema.js';
 import { applyToState, splitAppends, splitDelta, touches } from './state.js';
 import { zodIssues } from '../core/validation.js';
@@ -54,17 +54,38 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
     });
   }
 
+  // temp: keys are kept on the invocation only, never in stored history (as ADK trims them).
+  const storedDelta = Object.fromEntries(
+    Object.entries(ev.actions.stateDelta).filter(([k]) => !k.startsWith('temp:')),
+  );
+  const storedAppends = ev.actions.appendToState?.filter((a) => !a.key.startsWith('temp:'));
+  const actions = { ...ev.actions, stateDelta: storedDelta, appendToState: storedAppends };
+  if (!storedAppends?.length) delete actions.appendToState;
+  const row = {
+    sessionId: input.sessionId,
+    id: ev.id ?? newId('evt'),
+    invocationId: input.invocationId ?? null,
+    nodePath: input.nodePath ?? '',
+    author: ev.author,
+    branch: ev.branch ?? input.branch ?? null,
+    content: (ev.content as Json | undefined) ?? null,
+    actions: actions as Json,
+    longRunningToolIds: ev.longRunningToolIds ?? null,
+    errorCode: ev.errorCode ?? null,
+    errorMessage: ev.errorMessage ?? null,
+  };
+  const changesState = (['session', 'app', 'user', 'temp'] as const).some((scope) =>
+    touches(delta, appends, scope),
+  );
+  if (!changesState) return insertPlainEvent(tx, row);
+
   // The UPDATE locks the session row until commit: concurrent appends to this session queue here.
   const [session] = await tx
     .update(sessions)
     .set({ lastSeq: sql`${sessions.lastSeq} + 1`, updatedAt: sql`now()` })
     .where(eq(sessions.id, input.sessionId))
     .returning({ seq: sessions.lastSeq, state: sessions.state, app: sessions.app, userId: sessions.userId });
-  if (!session) {
-    throw new AgentloomError('NOT_FOUND', `session "${input.sessionId}" does not exist; create it first`, {
-      details: { sessionId: input.sessionId },
-    });
-  }
+  if (!session) throw sessionNotFound(input.sessionId);
   if (touches(delta, appends, 'session')) {
     await tx
       .update(sessions)
@@ -78,36 +99,64 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
   if (touches(delta, appends, 'temp')) {
     await applyTempState(tx, input.invocationId as string, delta.temp, appends.temp);
   }
-
-  // temp: keys are kept on the invocation only, never in stored history (as ADK trims them).
-  const storedDelta = Object.fromEntries(
-    Object.entries(ev.actions.stateDelta).filter(([k]) => !k.startsWith('temp:')),
-  );
-  const storedAppends = ev.actions.appendToState?.filter((a) => !a.key.startsWith('temp:'));
-  const actions = { ...ev.actions, stateDelta: storedDelta, appendToState: storedAppends };
-  if (!storedAppends?.length) delete actions.appendToState;
-  const row = {
-    sessionId: input.sessionId,
-    seq: session.seq,
-    id: ev.id ?? newId('evt'),
-    invocationId: input.invocationId ?? null,
-    nodePath: input.nodePath ?? '',
-    author: ev.author,
-    branch: ev.branch ?? input.branch ?? null,
-    content: (ev.content as Json | undefined) ?? null,
-    actions: actions as Json,
-    longRunningToolIds: ev.longRunningToolIds ?? null,
-    errorCode: ev.errorCode ?? null,
-    errorMessage: ev.errorMessage ?? null,
-  };
-  const [inserted] = await tx.insert(events).values(row).returning({ createdAt: events.createdAt });
+  const [inserted] = await tx
+    .insert(events)
+    .values({ ...row, seq: session.seq })
+    .returning({ createdAt: events.createdAt });
   const notice: EventNotice = {
     sessionId: input.sessionId,
     seq: session.seq,
     invocationId: row.invocationId,
   };
   await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
-  return toEvent({ ...row, createdAt: inserted?.createdAt ?? new Date() });
+  return toEvent({ ...row, seq: session.seq, createdAt: inserted?.createdAt ?? new Date() });
+}
+
+function sessionNotFound(sessionId: string): AgentloomError {
+  return new AgentloomError('NOT_FOUND', `session "${sessionId}" does not exist; create it first`, {
+    details: { sessionId },
+  });
+}
+
+type EventRow = Omit<typeof events.$inferInsert, 'seq' | 'createdAt'> & { sessionId: string; id: string };
+
+/**
+ * The common case, an event that changes no state, in one statement: take the next seq under the session row
+ * lock, insert the event and notify followers (a round trip instead of three).
+ */
+async function insertPlainEvent(tx: Db, row: EventRow): Promise<Event> {
+  const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+  const [result] = await queryRows<{ seq: string | number; created_at: string | Date }>(
+    tx,
+    sql`with s as (
+          update ${sessions} set last_seq = last_seq + 1, updated_at = now() where id = ${row.sessionId} returning last_seq
+        ), ins as (
+          insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                                 long_running_tool_ids, error_code, error_message)
+          select ${row.sessionId}, s.last_seq, ${row.id}, ${row.invocationId}, ${row.nodePath}, ${row.author}, ${row.branch},
+                 ${json(row.content)}::jsonb, ${json(row.actions)}::jsonb, ${json(row.longRunningToolIds)}::jsonb,
+                 ${row.errorCode}, ${row.errorMessage}
+          from s
+          returning seq, created_at
+        )
+        select ins.seq, ins.created_at,
+               pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${row.sessionId}::text, 'seq', ins.seq,
+                         'invocationId', ${row.invocationId}::text)::text)
+        from ins`,
+  );
+  if (!result) throw sessionNotFound(row.sessionId);
+  return toEvent({
+    ...row,
+    nodePath: row.nodePath ?? '',
+    invocationId: row.invocationId ?? null,
+    branch: row.branch ?? null,
+    content: row.content ?? null,
+    longRunningToolIds: row.longRunningToolIds ?? null,
+    errorCode: row.errorCode ?? null,
+    errorMessage: row.errorMessage ?? null,
+    seq: Number(result.seq),
+    createdAt: new Date(result.created_at),
+  });
 }
 
 async function applyAppState(tx: Db, app: string, delta: Json, appends: { key: string; value: unknown }[]) {
