@@ -12,7 +12,7 @@ import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import type { Db } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import { appendEventTx, listEvents } from '../store/events.js';
+import { appendEvent, listEvents } from '../store/events.js';
 import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
@@ -100,15 +100,15 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   async emit(event: NewEvent): Promise<Event> {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
-    const stored = await this.fenced((tx) =>
-      appendEventTx(tx, {
-        sessionId: this.sessionId,
-        invocationId: this.invocationId,
-        nodePath: this.nodePath,
-        branch: this.branch,
-        event,
-      }),
-    );
+    // Fenced: stored only while this attempt still owns the running node (one statement in the common case).
+    const stored = await appendEvent(this.deps.store.db, {
+      sessionId: this.sessionId,
+      invocationId: this.invocationId,
+      nodePath: this.nodePath,
+      branch: this.branch,
+      event,
+      fence: { path: this.nodePath, attempt: this.node.attempt },
+    });
     // Our own writes are visible to the rest of this step without a read (others' at the next claim).
     const actions = event.actions ?? {};
     this.currentState = applyToState(

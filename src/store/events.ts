@@ -1,7 +1,7 @@
 /**
- * Appending and reading events. An append is one transaction: it assigns the next per-session `seq` under the
- * session row lock (so seq order is commit order), applies the event's `stateDelta` and `appendToState` to
- * the right scope rows, inserts the event and NOTIFYs followers — all or nothing.
+ * Appending and reading events. An append is atomic: it assigns the next per-session `seq` under the session row
+ * lock (so seq order is commit order), applies the event's `stateDelta` and `appendToState` to the right scope
+ * rows, inserts the event and NOTIFYs followers — all or nothing; one statement when no state changes.
  */
 import { and, asc, eq, gt, sql } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
@@ -9,7 +9,8 @@ import { textOf } from '../core/content.js';
 import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import { queryRows, type Db } from './database.js';
-import { appStates, events, invocations, sessions, userStates } from './schema.js';
+import { appStates, events, invocations, nodes, sessions, userStates } from './schema.js';
+import { inTransaction } from './tx.js';
 import { applyToState, splitAppends, splitDelta, touches } from './state.js';
 import { zodIssues } from '../core/validation.js';
 
@@ -25,6 +26,11 @@ export interface AppendEventInput {
   /** Stamped onto the event unless it carries its own branch. */
   branch?: string;
   event: NewEvent;
+  /**
+   * Write only if the node `path` of the invocation is still `running` under this `attempt` (the fencing token);
+   * otherwise throw FENCED and store nothing.
+   */
+  fence?: { path: string; attempt: number };
 }
 
 /** The payload of an {@link EVENTS_CHANNEL} notification. */
@@ -36,8 +42,17 @@ export interface EventNotice {
 
 type Json = Record<string, unknown>;
 
-/** Appends one event inside the caller's transaction. Throws VALIDATION / NOT_FOUND before writing anything. */
-export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Event> {
+interface PreparedEvent {
+  row: EventRow;
+  delta: ReturnType<typeof splitDelta>;
+  appends: ReturnType<typeof splitAppends>;
+  changesState: boolean;
+}
+
+type EventRow = Omit<typeof events.$inferInsert, 'seq' | 'createdAt'> & { sessionId: string; id: string };
+
+/** Validates an event and builds its row. Throws VALIDATION before anything is written. */
+function prepareEvent(input: AppendEventInput): PreparedEvent {
   const parsed = newEventSchema.safeParse(input.event);
   if (!parsed.success) {
     throw new AgentloomError('VALIDATION', `event is malformed: ${zodIssues(parsed.error)}`, {
@@ -53,7 +68,11 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
       details: { field: 'invocationId' },
     });
   }
-
+  if (input.fence && input.invocationId === undefined) {
+    throw new AgentloomError('VALIDATION', 'a fenced append needs invocationId', {
+      details: { field: 'invocationId' },
+    });
+  }
   // temp: keys are kept on the invocation only, never in stored history (as ADK trims them).
   const storedDelta = Object.fromEntries(
     Object.entries(ev.actions.stateDelta).filter(([k]) => !k.startsWith('temp:')),
@@ -61,7 +80,7 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
   const storedAppends = ev.actions.appendToState?.filter((a) => !a.key.startsWith('temp:'));
   const actions = { ...ev.actions, stateDelta: storedDelta, appendToState: storedAppends };
   if (!storedAppends?.length) delete actions.appendToState;
-  const row = {
+  const row: EventRow = {
     sessionId: input.sessionId,
     id: ev.id ?? newId('evt'),
     invocationId: input.invocationId ?? null,
@@ -77,8 +96,29 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
   const changesState = (['session', 'app', 'user', 'temp'] as const).some((scope) =>
     touches(delta, appends, scope),
   );
-  if (!changesState) return insertPlainEvent(tx, row);
+  return { row, delta, appends, changesState };
+}
 
+/**
+ * Appends one event: a single statement when it changes no state (the common case), else one transaction.
+ * Throws VALIDATION / NOT_FOUND / FENCED without writing anything.
+ */
+export async function appendEvent(db: Db, input: AppendEventInput): Promise<Event> {
+  const prepared = prepareEvent(input);
+  if (!prepared.changesState) return insertPlainEvent(db, prepared.row, input.fence);
+  return inTransaction(db, (tx) => appendPrepared(tx, input, prepared));
+}
+
+/** Appends one event inside the caller's transaction. Throws VALIDATION / NOT_FOUND / FENCED before writing. */
+export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Event> {
+  const prepared = prepareEvent(input);
+  if (!prepared.changesState) return insertPlainEvent(tx, prepared.row, input.fence);
+  return appendPrepared(tx, input, prepared);
+}
+
+async function appendPrepared(tx: Db, input: AppendEventInput, prepared: PreparedEvent): Promise<Event> {
+  const { row, delta, appends } = prepared;
+  if (input.fence) await lockFence(tx, input.invocationId as string, input.fence);
   // The UPDATE locks the session row until commit: concurrent appends to this session queue here.
   const [session] = await tx
     .update(sessions)
@@ -106,10 +146,35 @@ export async function appendEventTx(tx: Db, input: AppendEventInput): Promise<Ev
   const notice: EventNotice = {
     sessionId: input.sessionId,
     seq: session.seq,
-    invocationId: row.invocationId,
+    invocationId: row.invocationId ?? null,
   };
   await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
-  return toEvent({ ...row, seq: session.seq, createdAt: inserted?.createdAt ?? new Date() });
+  return toStoredEvent(row, session.seq, inserted?.createdAt ?? new Date());
+}
+
+function fencedError(path: string, attempt: number): AgentloomError {
+  return new AgentloomError(
+    'FENCED',
+    `node ${path} attempt ${attempt} was superseded or stopped; its write was refused`,
+    {
+      details: { path, attempt },
+    },
+  );
+}
+
+/** Locks the node row and checks the fencing token. */
+async function lockFence(
+  tx: Db,
+  invocationId: string,
+  fence: { path: string; attempt: number },
+): Promise<void> {
+  const [node] = await tx
+    .select({ attempt: nodes.attempt, status: nodes.status })
+    .from(nodes)
+    .where(and(eq(nodes.invocationId, invocationId), eq(nodes.path, fence.path)))
+    .for('update');
+  if (!node || node.attempt !== fence.attempt || node.status !== 'running')
+    throw fencedError(fence.path, fence.attempt);
 }
 
 function sessionNotFound(sessionId: string): AgentloomError {
@@ -118,33 +183,7 @@ function sessionNotFound(sessionId: string): AgentloomError {
   });
 }
 
-type EventRow = Omit<typeof events.$inferInsert, 'seq' | 'createdAt'> & { sessionId: string; id: string };
-
-/**
- * The common case, an event that changes no state, in one statement: take the next seq under the session row
- * lock, insert the event and notify followers (a round trip instead of three).
- */
-async function insertPlainEvent(tx: Db, row: EventRow): Promise<Event> {
-  const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
-  const [result] = await queryRows<{ seq: string | number; created_at: string | Date }>(
-    tx,
-    sql`with s as (
-          update ${sessions} set last_seq = last_seq + 1, updated_at = now() where id = ${row.sessionId} returning last_seq
-        ), ins as (
-          insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
-                                 long_running_tool_ids, error_code, error_message)
-          select ${row.sessionId}, s.last_seq, ${row.id}, ${row.invocationId}, ${row.nodePath}, ${row.author}, ${row.branch},
-                 ${json(row.content)}::jsonb, ${json(row.actions)}::jsonb, ${json(row.longRunningToolIds)}::jsonb,
-                 ${row.errorCode}, ${row.errorMessage}
-          from s
-          returning seq, created_at
-        )
-        select ins.seq, ins.created_at,
-               pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${row.sessionId}::text, 'seq', ins.seq,
-                         'invocationId', ${row.invocationId}::text)::text)
-        from ins`,
-  );
-  if (!result) throw sessionNotFound(row.sessionId);
+function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Event {
   return toEvent({
     ...row,
     nodePath: row.nodePath ?? '',
@@ -154,9 +193,52 @@ async function insertPlainEvent(tx: Db, row: EventRow): Promise<Event> {
     longRunningToolIds: row.longRunningToolIds ?? null,
     errorCode: row.errorCode ?? null,
     errorMessage: row.errorMessage ?? null,
-    seq: Number(result.seq),
-    createdAt: new Date(result.created_at),
+    seq,
+    createdAt,
   });
+}
+
+/**
+ * The common case, an event that changes no state, in one statement: check the fence (locking the node row),
+ * take the next seq under the session row lock, insert the event and notify followers.
+ */
+async function insertPlainEvent(
+  db: Db,
+  row: EventRow,
+  fence?: { path: string; attempt: number },
+): Promise<Event> {
+  const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
+  const fenceCte = fence
+    ? sql`select 1 from ${nodes} where invocation_id = ${row.invocationId} and path = ${fence.path}
+            and attempt = ${fence.attempt} and status = 'running' for update`
+    : sql`select 1`;
+  const [result] = await queryRows<{
+    fenced: string | number;
+    seq: string | number | null;
+    created_at: string | Date | null;
+  }>(
+    db,
+    sql`with fence as (${fenceCte}),
+        s as (
+          update ${sessions} set last_seq = last_seq + 1, updated_at = now()
+          where id = ${row.sessionId} and exists (select 1 from fence) returning last_seq
+        ), ins as (
+          insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                                 long_running_tool_ids, error_code, error_message)
+          select ${row.sessionId}, s.last_seq, ${row.id}, ${row.invocationId}, ${row.nodePath}, ${row.author}, ${row.branch},
+                 ${json(row.content)}::jsonb, ${json(row.actions)}::jsonb, ${json(row.longRunningToolIds)}::jsonb,
+                 ${row.errorCode}, ${row.errorMessage}
+          from s
+          returning seq, created_at
+        )
+        select (select count(*) from fence) as fenced, ins.seq, ins.created_at,
+               case when ins.seq is not null then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+                 'sessionId', ${row.sessionId}::text, 'seq', ins.seq, 'invocationId', ${row.invocationId}::text)::text) end
+        from (select 1) as one left join ins on true`,
+  );
+  if (fence && Number(result?.fenced ?? 0) === 0) throw fencedError(fence.path, fence.attempt);
+  if (!result || result.seq === null || result.created_at === null) throw sessionNotFound(row.sessionId);
+  return toStoredEvent(row, Number(result.seq), new Date(result.created_at));
 }
 
 async function applyAppState(tx: Db, app: string, delta: Json, appends: { key: string; value: unknown }[]) {

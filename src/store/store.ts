@@ -13,7 +13,7 @@ import {
 } from './database.js';
 import {
   EVENTS_CHANNEL,
-  appendEventTx,
+  appendEvent,
   listEvents,
   type AppendEventInput,
   type EventNotice,
@@ -81,9 +81,9 @@ export class Store {
     return listSessions(this.db, options);
   }
 
-  /** Appends one event in its own transaction (see {@link appendEventTx}). */
+  /** Appends one event atomically (see {@link appendEvent}). */
   appendEvent(input: AppendEventInput): Promise<Event> {
-    return this.transaction((tx) => appendEventTx(tx, input));
+    return appendEvent(this.db, input);
   }
 
   listEvents(sessionId: string, options?: ListEventsOptions): Promise<Event[]> {

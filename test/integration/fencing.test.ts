@@ -40,6 +40,10 @@ describe.each(backends)('fencing on $name', (backend) => {
         new EngineNodeRuntime(deps, inv, row, [], {}, new AbortController().signal);
       const event = { author: 'solo', content: { role: 'model' as const, parts: [{ text: 'from A' }] } };
       await expect(runtime(stale!).emit(event)).rejects.toMatchObject({ code: 'FENCED' });
+      // The same with a state change (the multi-statement path): refused, and the state is untouched.
+      await expect(
+        runtime(stale!).emit({ ...event, actions: { stateDelta: { from_a: true }, artifactDelta: {} } }),
+      ).rejects.toMatchObject({ code: 'FENCED' });
       const stored = await runtime(live!).emit({
         ...event,
         content: { role: 'model', parts: [{ text: 'from B' }] },
@@ -47,6 +51,7 @@ describe.each(backends)('fencing on $name', (backend) => {
       expect(stored.nodePath).toBe('solo');
       const texts = (await engine.getSession(inv.sessionId)).events.map((e) => e.content?.parts[0]?.text);
       expect(texts).toEqual(['go', 'from B']);
+      expect((await engine.getSession(inv.sessionId)).state).toEqual({});
       expect((await getNode(db, invocationId, 'solo'))?.leaseOwner).toBe('worker-b');
     } finally {
       await engine.close();
