@@ -1,7 +1,8 @@
 /**
  * Executing a step (ARCHITECTURE.md): a job names a node; a workflow node advances its state machine in one
  * transaction; a leaf node is claimed (fencing attempt + lease), run, and committed as completed / paused /
- * waiting / failed in one transaction that also wakes its parent. Postgres decides; the queue only wakes.
+ * waiting / failed in one transaction that also advances its workflow parent (or wakes a leaf parent), so
+ * "child ended" and "parent advanced" are never apart. Postgres decides; the queue only wakes.
  */
 import type { Logger } from 'pino';
 import type { BaseAgent } from '../agents/base-agent.js';
