@@ -14,12 +14,7 @@ import { Gemini } from '../models/gemini.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import { appendEventTx, listEvents } from '../store/events.js';
-import {
-  getInvocation,
-  insertInvocationTx,
-  INVOCATIONS_CHANNEL,
-  type InvocationRow,
-} from '../store/invocations.js';
+import { getInvocation, insertInvocationTx, type InvocationRow } from '../store/invocations.js';
 import {
   expireAllLeases,
   insertNodeTx,
@@ -37,6 +32,7 @@ import { cancelTx, retryTx } from './control.js';
 import { registerApps, type AppDefinition, type RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
 import { nodeKind, Scheduler } from './scheduler.js';
+import { followEvents, waitForSettled } from './follow.js';
 import { invocationView, type InvocationView, type NodeView } from './views.js';
 
 /** Options of {@link createEngine}. */
@@ -77,8 +73,6 @@ export interface EnqueueInput {
   idempotencyKey?: string;
   createdBy?: string;
 }
-
-const SETTLED_INVOCATION = new Set(['completed', 'paused', 'failed', 'cancelled']);
 
 /** A running agentloom engine. */
 export class Engine {
@@ -265,84 +259,28 @@ export class Engine {
       }));
   }
 
-  /** Resolves when the invocation is completed, paused, failed or cancelled. */
-  async wait(invocationId: string, options: { timeoutMs?: number } = {}): Promise<InvocationView> {
-    let wake: () => void = () => undefined;
-    let notified = new Promise<void>((resolve) => (wake = resolve));
-    const unlisten = await this.store.listen(INVOCATIONS_CHANNEL, (payload) => {
-      if (payload.includes(invocationId)) wake();
-    });
-    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
-    try {
-      for (;;) {
-        const view = await this.get(invocationId);
-        if (SETTLED_INVOCATION.has(view.status)) return view;
-        const remaining = deadline === undefined ? undefined : deadline - Date.now();
-        if (remaining !== undefined && remaining <= 0) {
-          throw new AgentloomError(
-            'TIMEOUT',
-            `invocation ${invocationId} is still ${view.status} after ${options.timeoutMs} ms`,
-          );
-        }
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([
-          notified,
-          new Promise((resolve) => (timer = setTimeout(resolve, Math.min(remaining ?? 1000, 1000)))),
-        ]);
-        clearTimeout(timer);
-        notified = new Promise<void>((resolve) => (wake = resolve));
-      }
-    } finally {
-      await unlisten();
-    }
+  /** Resolves when the invocation is completed, paused, failed or cancelled (TIMEOUT after `timeoutMs`). */
+  wait(invocationId: string, options: { timeoutMs?: number } = {}): Promise<InvocationView> {
+    return waitForSettled(this.store, () => this.get(invocationId), invocationId, options.timeoutMs);
   }
 
-  /** The invocation's events in seq order; with `follow`, keeps yielding new ones until it settles. */
+  /**
+   * The invocation's events in seq order; with `follow`, keeps yielding new ones until it settles, and with
+   * `partial` also the streamed partial events of steps running in this process (never stored).
+   */
   async *events(
     invocationId: string,
     options: { afterSeq?: number; follow?: boolean; partial?: boolean } = {},
   ): AsyncGenerator<Event> {
     const inv = await this.requireInvocation(invocationId);
-    let after = options.afterSeq ?? 0;
-    let wake: () => void = () => undefined;
-    let notified = new Promise<void>((resolve) => (wake = resolve));
-    const unsubscribe = options.follow
-      ? await this.store.onEvent((n) => {
-          if (n.sessionId === inv.sessionId) wake();
-        })
-      : () => undefined;
-    const unlisten = options.follow
-      ? await this.store.listen(INVOCATIONS_CHANNEL, () => wake())
-      : async () => undefined;
-    // Partial (streamed) events of steps running in this process, delivered live and never stored.
-    const partials: Event[] = [];
-    const onPartial = (event: Event) => {
-      partials.push(event);
-      wake();
-    };
-    if (options.follow && options.partial) this.partials.on(invocationId, onPartial);
-    try {
-      for (;;) {
-        yield* partials.splice(0);
-        const batch = await listEvents(this.store.db, inv.sessionId, { afterSeq: after, invocationId });
-        for (const event of batch) {
-          after = event.seq;
-          yield event;
-        }
-        if (!options.follow) return;
-        const status = (await this.requireInvocation(invocationId)).status;
-        if (SETTLED_INVOCATION.has(status) && batch.length === 0) return;
-        if (batch.length > 0) continue;
-        let timer: NodeJS.Timeout | undefined;
-        await Promise.race([notified, new Promise((resolve) => (timer = setTimeout(resolve, 1000)))]);
-        clearTimeout(timer);
-        notified = new Promise<void>((resolve) => (wake = resolve));
-      }
-    } finally {
-      this.partials.off(invocationId, onPartial);
-      unsubscribe();
-      await unlisten();
-    }
+    yield* followEvents({
+      store: this.store,
+      partials: this.partials,
+      invocationId,
+      sessionId: inv.sessionId,
+      status: async () => (await this.requireInvocation(invocationId)).status,
+      ...options,
+    });
   }
 
   /** Answers paused calls; each answer resumes its node. */

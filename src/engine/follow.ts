@@ -1,0 +1,129 @@
+/**
+ * Following an invocation without polling: waiters wake on Postgres NOTIFY (invocation status changes, stored
+ * events) and on in-process partial events. A one-second re-check bounds the wait if a notification is lost
+ * (a LISTEN connection that dropped and came back).
+ */
+import type { EventEmitter } from 'node:events';
+import { AgentloomError } from '../core/errors.js';
+import type { Event } from '../core/event.js';
+import { listEvents } from '../store/events.js';
+import { INVOCATIONS_CHANNEL } from '../store/invocations.js';
+import type { Store } from '../store/store.js';
+import type { InvocationView } from './views.js';
+
+/** Statuses at which `wait` returns and a followed event stream ends. */
+export const SETTLED_INVOCATION: ReadonlySet<string> = new Set([
+  'completed',
+  'paused',
+  'failed',
+  'cancelled',
+]);
+
+const RECHECK_MS = 1000;
+
+/** A wake-up flag: `notify` wakes the current (or next) `next`. */
+class WakeSignal {
+  private wake: () => void = () => undefined;
+  private pending: Promise<void> = this.reset();
+
+  private reset(): Promise<void> {
+    this.pending = new Promise<void>((resolve) => (this.wake = resolve));
+    return this.pending;
+  }
+
+  notify(): void {
+    this.wake();
+  }
+
+  /** Resolves on the next notification (or one already given), or after `maxMs`. */
+  async next(maxMs: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.pending, new Promise((resolve) => (timer = setTimeout(resolve, maxMs)))]);
+    clearTimeout(timer);
+    this.reset();
+  }
+}
+
+/** Resolves with the invocation once it is settled; TIMEOUT after `timeoutMs`. */
+export async function waitForSettled(
+  store: Store,
+  read: () => Promise<InvocationView>,
+  invocationId: string,
+  timeoutMs: number | undefined,
+): Promise<InvocationView> {
+  const signal = new WakeSignal();
+  const unlisten = await store.listen(INVOCATIONS_CHANNEL, (payload) => {
+    if (payload.includes(invocationId)) signal.notify();
+  });
+  const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  try {
+    for (;;) {
+      const view = await read();
+      if (SETTLED_INVOCATION.has(view.status)) return view;
+      const remaining = deadline === undefined ? RECHECK_MS : deadline - Date.now();
+      if (remaining <= 0) {
+        throw new AgentloomError(
+          'TIMEOUT',
+          `invocation ${invocationId} is still ${view.status} after ${timeoutMs} ms`,
+        );
+      }
+      await signal.next(Math.min(remaining, RECHECK_MS));
+    }
+  } finally {
+    await unlisten();
+  }
+}
+
+/** What {@link followEvents} needs. */
+export interface FollowOptions {
+  store: Store;
+  partials: EventEmitter;
+  invocationId: string;
+  sessionId: string;
+  status: () => Promise<string>;
+  afterSeq?: number;
+  follow?: boolean;
+  partial?: boolean;
+}
+
+/** Stored events of an invocation after `afterSeq`; with `follow`, new ones until it settles. */
+export async function* followEvents(options: FollowOptions): AsyncGenerator<Event> {
+  const { store, invocationId } = options;
+  let after = options.afterSeq ?? 0;
+  let settled = false;
+  const signal = new WakeSignal();
+  const unsubscribe = options.follow
+    ? await store.onEvent((n) => {
+        if (n.sessionId === options.sessionId) signal.notify();
+      })
+    : () => undefined;
+  const unlisten = options.follow
+    ? await store.listen(INVOCATIONS_CHANNEL, () => signal.notify())
+    : async () => undefined;
+  const partials: Event[] = [];
+  const onPartial = (event: Event) => {
+    partials.push(event);
+    signal.notify();
+  };
+  if (options.follow && options.partial) options.partials.on(invocationId, onPartial);
+  try {
+    for (;;) {
+      yield* partials.splice(0);
+      const batch = await listEvents(store.db, options.sessionId, { afterSeq: after, invocationId });
+      for (const event of batch) {
+        after = event.seq;
+        yield event;
+      }
+      if (!options.follow) return;
+      if (batch.length > 0) continue;
+      if (settled) return;
+      // Settled: read once more, since its last events committed before the status did and may be unread.
+      settled = SETTLED_INVOCATION.has(await options.status());
+      if (!settled) await signal.next(RECHECK_MS);
+    }
+  } finally {
+    options.partials.off(invocationId, onPartial);
+    unsubscribe();
+    await unlisten();
+  }
+}
