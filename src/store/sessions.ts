@@ -84,19 +84,20 @@ export async function createSessionTx(tx: Db, input: CreateSessionInput): Promis
   return session;
 }
 
-/** A session with its merged state, or undefined. */
-export async function getSession(db: Db, id: string): Promise<SessionRecord | undefined> {
-  const [row] = await db
-    .select({
-      session: sessions,
-      appState: appStates.state,
-      userState: userStates.state,
-    })
+/** Sessions joined with their app and user state rows, for reads that merge the scopes. */
+function selectSessionsWithScopes(db: Db) {
+  return db
+    .select({ session: sessions, appState: appStates.state, userState: userStates.state })
     .from(sessions)
     .leftJoin(appStates, eq(appStates.app, sessions.app))
-    .leftJoin(userStates, and(eq(userStates.app, sessions.app), eq(userStates.userId, sessions.userId)))
-    .where(eq(sessions.id, id));
-  if (!row) return undefined;
+    .leftJoin(userStates, and(eq(userStates.app, sessions.app), eq(userStates.userId, sessions.userId)));
+}
+
+function toSessionRecord(row: {
+  session: typeof sessions.$inferSelect;
+  appState: Json | null;
+  userState: Json | null;
+}): SessionRecord {
   const { session } = row;
   return {
     id: session.id,
@@ -107,6 +108,12 @@ export async function getSession(db: Db, id: string): Promise<SessionRecord | un
     createdAt: session.createdAt,
     updatedAt: session.updatedAt,
   };
+}
+
+/** A session with its merged state, or undefined. */
+export async function getSession(db: Db, id: string): Promise<SessionRecord | undefined> {
+  const [row] = await selectSessionsWithScopes(db).where(eq(sessions.id, id));
+  return row && toSessionRecord(row);
 }
 
 /**
@@ -151,21 +158,9 @@ export async function listSessions(db: Db, options: ListSessionsOptions): Promis
     options.userId === undefined
       ? eq(sessions.app, options.app)
       : and(eq(sessions.app, options.app), eq(sessions.userId, options.userId));
-  const rows = await db
-    .select({ session: sessions, appState: appStates.state, userState: userStates.state })
-    .from(sessions)
-    .leftJoin(appStates, eq(appStates.app, sessions.app))
-    .leftJoin(userStates, and(eq(userStates.app, sessions.app), eq(userStates.userId, sessions.userId)))
+  const rows = await selectSessionsWithScopes(db)
     .where(where)
     .orderBy(desc(sessions.updatedAt))
     .limit(options.limit ?? 100);
-  return rows.map(({ session, appState, userState }) => ({
-    id: session.id,
-    app: session.app,
-    userId: session.userId,
-    state: mergeScopes({ session: session.state, app: appState ?? {}, user: userState ?? {} }),
-    lastSeq: session.lastSeq,
-    createdAt: session.createdAt,
-    updatedAt: session.updatedAt,
-  }));
+  return rows.map(toSessionRecord);
 }
