@@ -13,7 +13,7 @@ import {
   type Engine,
   type Event,
 } from '../../src/index.js';
-import { scripted, seenText } from '../support/agents.js';
+import { call, scripted, seenText } from '../support/agents.js';
 import { waitFor } from '../support/wait-for.js';
 import { backends, engineOn, type Backend } from '../support/engines.js';
 
@@ -41,8 +41,6 @@ async function runOnce(
   for await (const e of engine.events(invocationId)) events.push(e);
   return { invocationId, sessionId, result, events };
 }
-
-const call = (name: string, args: Record<string, unknown> = {}) => ({ functionCalls: [{ name, args }] });
 
 describe.each(backends)('LlmAgent on $name', (backend) => {
   it('fails with an error naming a missing template key; {key?} renders empty', async () => {

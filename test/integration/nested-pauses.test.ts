@@ -11,10 +11,8 @@ import {
   SequentialAgent,
   type Event,
 } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
+import { call, scripted } from '../support/agents.js';
 import { backends, engineOn, pgliteDir } from '../support/engines.js';
-
-const call = (name: string, args: Record<string, unknown> = {}) => ({ functionCalls: [{ name, args }] });
 
 function deleteTool(runs: { count: number }) {
   return new FunctionTool({

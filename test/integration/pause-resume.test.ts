@@ -13,10 +13,8 @@ import {
   exitLoop,
   type Event,
 } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
+import { call, scripted } from '../support/agents.js';
 import { backends, engineOn, pgliteDir } from '../support/engines.js';
-
-const call = (name: string, args: Record<string, unknown> = {}) => ({ functionCalls: [{ name, args }] });
 
 function transferTool(runs: { count: number }) {
   return new FunctionTool({

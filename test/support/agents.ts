@@ -25,3 +25,11 @@ export function seenText(turn: ScriptedTurn): string {
     .flatMap((c) => c.parts.map((p) => p.text ?? JSON.stringify(p.functionCall ?? p.functionResponse ?? '')))
     .join('\n');
 }
+
+/** A scripted reply that calls one tool. */
+export function call(
+  name: string,
+  args: Record<string, unknown> = {},
+): { functionCalls: { name: string; args: Record<string, unknown> }[] } {
+  return { functionCalls: [{ name, args }] };
+}
