@@ -183,8 +183,12 @@ function sessionNotFound(sessionId: string): AgentloomError {
   });
 }
 
+/**
+ * The event just written. Not validated again: its fields passed `newEventSchema` on the way in (rows read back
+ * from the database are validated by {@link toEvent}).
+ */
 function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Event {
-  return toEvent({
+  return eventFields({
     ...row,
     nodePath: row.nodePath ?? '',
     invocationId: row.invocationId ?? null,
@@ -195,7 +199,7 @@ function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Event {
     errorMessage: row.errorMessage ?? null,
     seq,
     createdAt,
-  });
+  }) as Event;
 }
 
 /**
@@ -321,6 +325,11 @@ export async function listEvents(
 
 /** Converts a stored row to an {@link Event}, validating it (stored data crosses a boundary too). */
 export function toEvent(row: typeof events.$inferSelect): Event {
+  return eventSchema.parse(eventFields(row));
+}
+
+/** The event fields of a row, without validation. */
+function eventFields(row: typeof events.$inferSelect): Record<string, unknown> {
   const candidate = {
     id: row.id,
     invocationId: row.invocationId ?? '',
@@ -338,7 +347,7 @@ export function toEvent(row: typeof events.$inferSelect): Event {
   for (const key of Object.keys(candidate) as (keyof typeof candidate)[]) {
     if (candidate[key] === undefined) delete candidate[key];
   }
-  return eventSchema.parse(candidate);
+  return candidate;
 }
 
 /**
