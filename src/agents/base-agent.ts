@@ -15,6 +15,11 @@ export interface BaseAgentOptions {
   name: string;
   description?: string;
   subAgents?: BaseAgent[];
+  /**
+   * Longest a step of this agent may run (ms) before it fails with TIMEOUT and gives up its lease, so a hung
+   * model or tool call cannot hold a worker forever. Default: the engine's `maxStepMs` (10 minutes).
+   */
+  maxStepMs?: number;
 }
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -24,6 +29,8 @@ export class BaseAgent {
   readonly name: string;
   readonly description: string;
   readonly subAgents: readonly BaseAgent[];
+  /** This agent's step deadline (ms), when it overrides the engine's. */
+  readonly maxStepMs: number | undefined;
   private parent: BaseAgent | undefined;
 
   constructor(options: BaseAgentOptions) {
@@ -45,6 +52,17 @@ export class BaseAgent {
     }
     this.name = options.name;
     this.description = options.description ?? '';
+    if (
+      options.maxStepMs !== undefined &&
+      (typeof options.maxStepMs !== 'number' || !Number.isFinite(options.maxStepMs) || options.maxStepMs <= 0)
+    ) {
+      throw new AgentloomError(
+        'VALIDATION',
+        `agent "${options.name}": maxStepMs must be a positive number of milliseconds, e.g. 600000 for 10 minutes`,
+        { details: { field: 'maxStepMs' } },
+      );
+    }
+    this.maxStepMs = options.maxStepMs;
     this.subAgents = [...(options.subAgents ?? [])];
     for (const child of this.subAgents) {
       if (!(child instanceof BaseAgent)) {

@@ -134,6 +134,8 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
         .resolveModel(agent.options.model)
         .generate(request, onPartial ? { onPartial } : undefined);
     } catch (err) {
+      // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
+      // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.
       if (isControlFlow(err) || rt.signal.aborted) throw err;
       response = (await agent.options.onModelErrorCallback?.(cbx, request, err)) ?? undefined;
       if (!response) {
@@ -246,6 +248,7 @@ export async function runLlmFlow(agent: LlmAgent, rt: NodeRuntime): Promise<Leaf
       try {
         modelEvent = await callModel(flow, round);
       } catch (err) {
+        // Infrastructure faults (storing the response, reading history) leave the step for the queue to re-run.
         if (isControlFlow(err)) throw err;
         return { status: 'failed', error: toStoredError(err) };
       }

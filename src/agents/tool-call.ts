@@ -4,7 +4,7 @@
  * response event is stored before anything else happens.
  */
 import type { FunctionCall } from '../core/content.js';
-import { AgentloomError } from '../core/errors.js';
+import { AgentloomError, isInfrastructureError } from '../core/errors.js';
 import type { EventActions, StateAppend, ToolConfirmation } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import { toResponseObject, type Tool, type ToolActions, type ToolContext } from '../tools/tool.js';
@@ -274,10 +274,14 @@ async function runTool(
   return result;
 }
 
-/** Errors that are the engine's control flow (suspension, fencing, cancellation), never tool results. */
+/**
+ * Errors that are the engine's control flow (suspension, fencing, cancellation) or a fault of its machinery (the
+ * database went away, a simulated crash), never a tool result or a model failure: they leave the step uncommitted
+ * so that the queue runs it again, instead of telling the model `{error}` or failing the node for good.
+ */
 export function isControlFlow(err: unknown): boolean {
+  if (isInfrastructureError(err)) return true;
   if (err instanceof AgentloomError) return err.code === 'FENCED' || err.code === 'CANCELLED';
   if (typeof err !== 'object' || err === null) return false;
-  // `crash`: a simulated process death from a fault point — it must escape the agent like a real one would.
-  return (err as { suspend?: boolean }).suspend === true || (err as { crash?: boolean }).crash === true;
+  return (err as { suspend?: boolean }).suspend === true;
 }

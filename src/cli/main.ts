@@ -3,6 +3,8 @@ import { Command } from 'commander';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
 import { migrate, openDatabase } from '../store/index.js';
+import { workerConfig, type WorkerFlags } from '../config/worker-config.js';
+import { runWorker } from '../workers/worker.js';
 import { runDemo } from './demo.js';
 
 const program = new Command('agentloom').description('A durable workflow engine for ADK-style AI agents');
@@ -43,6 +45,29 @@ program
     } finally {
       await database.close();
     }
+  });
+
+program
+  .command('worker')
+  .description(
+    'run steps: a stateless worker on PostgreSQL (DATABASE_URL) and BullMQ on Redis (REDIS_URL) or on PostgreSQL',
+  )
+  .option(
+    '--apps <path>',
+    'module exporting `apps` (and optionally `tools`, `models`); default $AGENTLOOM_APPS',
+  )
+  .option('--concurrency <n>', 'steps run at once by this process (default 64)')
+  .option('--queue <kind>', "'redis' (default) or 'postgres' (BullMQ on PostgreSQL, no Redis)")
+  .option(
+    '--lease-ms <ms>',
+    "step lease; a dead worker's step is taken over after it (default $AGENTLOOM_LEASE_MS or 15000)",
+  )
+  .option(
+    '--grace-ms <ms>',
+    'on SIGTERM, how long running steps may finish before they are released (default 30000)',
+  )
+  .action(async (opts: WorkerFlags) => {
+    await runWorker(workerConfig(opts));
   });
 
 try {

@@ -14,6 +14,11 @@ const envSchema = z.object({
     .regex(/^rediss?:\/\//, 'must be a redis:// URL')
     .optional(),
   AGENTLOOM_APPS: z.string().optional(),
+  AGENTLOOM_LEASE_MS: z.coerce.number().int().min(100, 'must be at least 100 (ms)').optional(),
+  AGENTLOOM_QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and - (it names the queue)')
+    .optional(),
   AGENTLOOM_API_KEYS: z.string().optional(),
   GEMINI_API_KEY: z.string().min(1).optional(),
   GOOGLE_API_KEY: z.string().min(1).optional(),

@@ -4,53 +4,60 @@
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+import type { Bus } from '../core/bus.js';
 import { userText, type Content } from '../core/content.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import { Gemini } from '../models/gemini.js';
-import { InProcessQueue } from '../queue/in-process-queue.js';
-import type { StepQueue } from '../queue/step-queue.js';
+import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { appendEventTx, listEvents } from '../store/events.js';
 import { getInvocation, insertInvocationTx, type InvocationRow } from '../store/invocations.js';
-import {
-  expireAllLeases,
-  insertNodeTx,
-  invocationNodes,
-  runnableNodes,
-  type NodeJobRef,
-} from '../store/nodes.js';
+import { insertNodeTx, invocationNodes, reconcileNodes, type NodeJobRef } from '../store/nodes.js';
 import { createSessionTx, getSession } from '../store/sessions.js';
 import { assertPlainObject } from '../store/state.js';
-import { Store } from '../store/store.js';
+import type { Store } from '../store/store.js';
 import { pendingToolRequests } from '../store/tool-requests.js';
 import type { Tool } from '../tools/tool.js';
-import { loadEnv } from '../config/env.js';
 import { cancelTx, retryTx } from './control.js';
-import { registerApps, type AppDefinition, type RegisteredApp } from './registry.js';
+import type { AppDefinition, RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
 import { nodeKind, Scheduler } from './scheduler.js';
 import { followEvents, waitForSettled } from './follow.js';
 import { invocationView, type InvocationView, type NodeView } from './views.js';
 
+/** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
+export type QueueOption =
+  'local' | { redis: string; prefix?: string } | { postgres: string; prefix?: string } | StepQueue;
+
 /** Options of {@link createEngine}. */
 export interface EngineOptions {
-  apps: AppDefinition[];
+  /** Apps in code, or the path of a module exporting `apps` (and optionally `tools`, `models`). */
+  apps: AppDefinition[] | string;
   /** Default: $DATABASE_URL, else PGlite on disk under `.agentloom/data`. */
   database?: string | { pglite: string };
-  /** Default: 'local' (the in-process queue). */
-  queue?: 'local' | StepQueue;
+  /**
+   * Default: `{ redis: $REDIS_URL }` when REDIS_URL is set and the database is PostgreSQL, else 'local'
+   * (a PGlite database belongs to one process, so a shared queue would add nothing).
+   */
+  queue?: QueueOption;
   logger?: Logger;
   tools?: Record<string, Tool>;
   models?: Record<string, Model>;
   /** Gemini API key for models named by a Gemini id. Default: $GEMINI_API_KEY / $GOOGLE_API_KEY. */
   geminiApiKey?: string;
-  /** Start a worker in this process. Default true for embedded engines. */
+  /**
+   * Run steps in this process (default true, concurrency 64). `false`: a producer/reader only (an API process):
+   * no worker and no reconciler.
+   */
   worker?: boolean | { concurrency?: number };
   /** Lease of a running step; a step whose worker died is taken over after this. Default 15 000 ms. */
   leaseMs?: number;
+  /** Default step deadline (an agent's `maxStepMs` overrides it). Default 600 000 ms (10 minutes). */
+  maxStepMs?: number;
   /** Default LLM-call budget per invocation. Default 500. */
   maxLlmCalls?: number;
   /** Named fault points for durability tests: throw or hang to simulate a crash at that point. */
@@ -58,9 +65,28 @@ export interface EngineOptions {
     point: string,
     info: { invocationId: string; path: string; attempt: number },
   ) => void | Promise<void>;
-  /** Re-enqueue lost work every this many ms (0 disables). Default 5 000. */
+  /** Look for lost work every this many ms (0 disables). Default: half the lease, at most 5 000. */
   reconcileIntervalMs?: number;
+  /** A node is re-woken by the reconciler after showing no progress for this long. Default: the lease. */
+  reconcileStaleMs?: number;
+  /** Delay before a job of another definition of an app is offered again (rolling deploys). Default 5 000 ms. */
+  deferMs?: number;
 }
+
+/** The parts an engine runs on, resolved from {@link EngineOptions} by `createEngine`. */
+export interface EngineParts {
+  store: Store;
+  queue: StepQueue;
+  bus: Bus;
+  apps: ReadonlyMap<string, RegisteredApp>;
+  logger: Logger;
+  models: Map<string, Model>;
+  tools: Map<string, Tool>;
+  geminiApiKey: string | undefined;
+}
+
+/** A control message on the bus: stop the running steps of an invocation. */
+const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });
 
 /** Input of {@link Engine.enqueue}. */
 export interface EnqueueInput {
@@ -76,34 +102,46 @@ export interface EnqueueInput {
 
 /** A running agentloom engine. */
 export class Engine {
+  readonly store: Store;
+  readonly apps: ReadonlyMap<string, RegisteredApp>;
+  readonly logger: Logger;
+  private readonly queue: StepQueue;
+  private readonly bus: Bus;
   private readonly scheduler: Scheduler;
-  private stopWorker: ((o?: { abrupt?: boolean }) => Promise<void>) | undefined;
+  private stopWorker: StopConsuming | undefined;
+  private unsubscribeControl: (() => void) | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  private reconciling = false;
   private closed = false;
-  /** In-process pub/sub of partial events, by invocation id (never stored). */
+  /** Partial events received from the bus, by invocation id (never stored). */
   private readonly partials = new EventEmitter();
+  private partialsSubscribed: Promise<unknown> | undefined;
+  private readonly leaseMs: number;
 
   constructor(
-    readonly store: Store,
-    private readonly queue: StepQueue,
-    readonly apps: ReadonlyMap<string, RegisteredApp>,
-    readonly logger: Logger,
-    private readonly options: EngineOptions,
-    models: Map<string, Model>,
-    geminiApiKey: string | undefined,
+    parts: EngineParts,
+    private readonly options: Omit<EngineOptions, 'apps'>,
   ) {
+    this.store = parts.store;
+    this.queue = parts.queue;
+    this.bus = parts.bus;
+    this.apps = parts.apps;
+    this.logger = parts.logger;
+    this.leaseMs = options.leaseMs ?? 15_000;
     this.partials.setMaxListeners(0);
-    const tools = new Map(Object.entries(options.tools ?? {}));
     const geminiCache = new Map<string, Model>();
+    const { geminiApiKey } = parts;
     this.scheduler = new Scheduler({
-      store,
-      queue,
-      apps,
-      logger,
+      store: parts.store,
+      queue: parts.queue,
+      apps: parts.apps,
+      logger: parts.logger,
       owner: `${hostname()}:${process.pid}:${newId().slice(0, 8)}`,
-      leaseMs: options.leaseMs ?? 15_000,
-      models,
-      tools,
+      leaseMs: this.leaseMs,
+      maxStepMs: options.maxStepMs ?? 600_000,
+      deferMs: options.deferMs ?? 5_000,
+      models: parts.models,
+      tools: parts.tools,
       defaultModel: (name) => {
         if (!geminiApiKey || !name.startsWith('gemini')) return undefined;
         let model = geminiCache.get(name);
@@ -113,20 +151,47 @@ export class Engine {
       fault: async (point, info) => {
         await options.faults?.(point, info);
       },
-      partials: (event) => this.partials.emit(event.invocationId, event),
+      partials: (event) => {
+        this.bus
+          .publish('partial', JSON.stringify(event))
+          .catch((err: unknown) => this.logger.debug({ err }, 'partial event not published'));
+      },
+      onInvocationEnded: (invocationId) => this.stopSteps(invocationId, 'ended'),
     });
   }
 
-  /** Starts consuming step jobs in this process. */
+  /** The queue adapter this engine uses ('local', 'redis' or 'postgres'). */
+  get queueKind(): StepQueue['kind'] {
+    return this.queue.kind;
+  }
+
+  /** Starts consuming step jobs in this process, and the reconciler. */
   async startWorker(options: { concurrency?: number } = {}): Promise<{ stop: () => Promise<void> }> {
     if (this.stopWorker) return { stop: () => this.stopWorkerNow() };
-    this.stopWorker = await this.queue.process((job) => this.scheduler.handle(job), {
-      concurrency: options.concurrency ?? 8,
+    // Cancellation and endInvocation from any process reach the steps running here.
+    this.unsubscribeControl = await this.bus.subscribe('control', (message) => {
+      const parsed = controlSchema.safeParse(safeJson(message));
+      if (!parsed.success) return;
+      const { invocationId, reason } = parsed.data;
+      this.scheduler.abort(
+        invocationId,
+        new AgentloomError(
+          'CANCELLED',
+          reason === 'ended' ? 'the invocation was ended by endInvocation' : 'the invocation was cancelled',
+        ),
+      );
     });
-    const interval = this.options.reconcileIntervalMs ?? 5_000;
+    this.stopWorker = await this.queue.process((job) => this.scheduler.handle(job), {
+      concurrency: options.concurrency ?? 64,
+    });
+    const interval = this.options.reconcileIntervalMs ?? Math.min(5_000, Math.floor(this.leaseMs / 2));
     if (interval > 0) {
       this.reconcileTimer = setInterval(() => {
-        this.reconcile(interval).catch((err: unknown) => this.logger.warn({ err }, 'reconcile failed'));
+        if (this.reconciling) return;
+        this.reconciling = true;
+        this.reconcile()
+          .catch((err: unknown) => this.logger.warn({ err }, 'reconcile failed'))
+          .finally(() => (this.reconciling = false));
       }, interval);
       this.reconcileTimer.unref();
     }
@@ -139,13 +204,70 @@ export class Engine {
     this.stopWorker = undefined;
     if (abrupt) this.scheduler.abortAll();
     await stop?.({ abrupt });
+    this.unsubscribeControl?.();
   }
 
-  /** Re-enqueues nodes that should be running but have no live job (lost queue entries, dead workers). */
-  async reconcile(olderThanMs = 0): Promise<number> {
-    const rows = await runnableNodes(this.store.db, { olderThanMs });
-    await this.queue.enqueue(rows.map((r) => ({ invocationId: r.invocationId, path: r.path, wake: r.wake })));
-    return rows.length;
+  /**
+   * Graceful shutdown (SIGTERM): takes no new jobs, lets running steps finish for up to `graceMs`, then stops
+   * the rest and releases their leases so another worker takes them over at once. Resolves when no step runs.
+   */
+  async drain(options: { graceMs: number }): Promise<{ released: number }> {
+    clearInterval(this.reconcileTimer);
+    const stop = this.stopWorker;
+    this.stopWorker = undefined;
+    if (!stop) return { released: 0 };
+    const stopping = stop({ abrupt: false });
+    let timer: NodeJS.Timeout | undefined;
+    const graceOver = new Promise<'grace-over'>((resolve) => {
+      timer = setTimeout(() => resolve('grace-over'), options.graceMs);
+    });
+    const first = await Promise.race([stopping.then(() => 'stopped' as const), graceOver]);
+    clearTimeout(timer);
+    let released = 0;
+    if (first === 'grace-over') {
+      released = this.scheduler.runningSteps;
+      this.scheduler.releaseAll();
+      await stopping;
+    }
+    this.unsubscribeControl?.();
+    return { released };
+  }
+
+  /**
+   * One reconciler pass (ARCHITECTURE "Failure model"): re-wakes nodes that must run but show no sign of it
+   * (lost wake-ups, dead workers). Only one process's pass runs at a time (an advisory lock). Returns how many
+   * nodes it re-woke.
+   */
+  async reconcile(options: { staleMs?: number } = {}): Promise<number> {
+    const staleMs = options.staleMs ?? this.options.reconcileStaleMs ?? this.leaseMs;
+    const { jobs } = await reconcileNodes(this.store.db, { staleMs });
+    if (jobs.length === 0) return 0;
+    this.logger.info({ nodes: jobs.length }, 'reconciler re-woke nodes');
+    await this.queue.enqueue(jobs);
+    return jobs.length;
+  }
+
+  /** Tells every process to stop the running steps of an invocation (after the commit that ended it). */
+  private stopSteps(invocationId: string, reason: 'cancelled' | 'ended'): void {
+    this.scheduler.abort(invocationId);
+    this.bus
+      .publish('control', JSON.stringify({ invocationId, reason }))
+      .catch((err: unknown) =>
+        this.logger.warn(
+          { err, invocationId },
+          'stop message not sent; other workers will find the node ended',
+        ),
+      );
+  }
+
+  /** Enqueues wake-ups after a commit; a failure is logged (the reconciler re-wakes), never thrown. */
+  private async wake(jobs: NodeJobRef[]): Promise<void> {
+    if (jobs.length === 0) return;
+    try {
+      await this.queue.enqueue(jobs);
+    } catch (err) {
+      this.logger.warn({ err, jobs: jobs.length }, 'enqueue failed; the reconciler will wake these nodes');
+    }
   }
 
   /** Enqueues an invocation: stores the user event, the invocation and its root node, then wakes the root. */
@@ -222,7 +344,7 @@ export class Engine {
       });
       return { row, jobs: job ? [job] : [] };
     });
-    await this.queue.enqueue(result.jobs);
+    await this.wake(result.jobs);
     return { invocationId: result.row.id, sessionId: result.row.sessionId, status: result.row.status };
   }
 
@@ -273,6 +395,7 @@ export class Engine {
     options: { afterSeq?: number; follow?: boolean; partial?: boolean } = {},
   ): AsyncGenerator<Event> {
     const inv = await this.requireInvocation(invocationId);
+    if (options.follow && options.partial) await this.subscribePartials();
     yield* followEvents({
       store: this.store,
       partials: this.partials,
@@ -281,6 +404,15 @@ export class Engine {
       status: async () => (await this.requireInvocation(invocationId)).status,
       ...options,
     });
+  }
+
+  /** Feeds partial events from the bus (published by whichever process runs the step) to local followers. */
+  private subscribePartials(): Promise<unknown> {
+    this.partialsSubscribed ??= this.bus.subscribe('partial', (message) => {
+      const event = safeJson(message) as Event | undefined;
+      if (event && typeof event.invocationId === 'string') this.partials.emit(event.invocationId, event);
+    });
+    return this.partialsSubscribed;
   }
 
   /** Answers paused calls; each answer resumes its node. */
@@ -301,7 +433,7 @@ export class Engine {
         this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
         return answered;
       });
-      await this.queue.enqueue(jobs);
+      await this.wake(jobs);
     }
   }
 
@@ -339,8 +471,8 @@ export class Engine {
 
   /** Cancels an invocation: unfinished nodes are cancelled and in-flight calls see their signal abort. */
   async cancel(invocationId: string): Promise<InvocationView> {
-    await this.store.transaction((tx) => cancelTx(tx, invocationId));
-    this.scheduler.abort(invocationId);
+    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId));
+    if (cancelled) this.stopSteps(invocationId, 'cancelled');
     return this.get(invocationId);
   }
 
@@ -348,7 +480,7 @@ export class Engine {
   async retry(invocationId: string, options: { maxLlmCalls?: number } = {}): Promise<InvocationView> {
     this.assertSameDefinition(await this.requireInvocation(invocationId));
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
-    await this.queue.enqueue(jobs);
+    await this.wake(jobs);
     return this.get(invocationId);
   }
 
@@ -371,43 +503,15 @@ export class Engine {
     this.closed = true;
     await this.stopWorkerNow(options.abrupt ?? false);
     await this.queue.close();
+    await this.bus.close();
     await this.store.close();
   }
 }
 
-/** Creates an engine (PGlite + in-process queue unless told otherwise) and, by default, starts its worker. */
-export async function createEngine(options: EngineOptions): Promise<Engine> {
-  const env = loadEnv();
-  const apps = registerApps(options.apps ?? []);
-  const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn' });
-  const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
-  const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
-  const queue =
-    options.queue === undefined || options.queue === 'local'
-      ? new InProcessQueue({
-          onError: (err, job) =>
-            logger.warn(
-              { err, invocationId: job.invocationId, nodePath: job.path },
-              'step failed; redelivering',
-            ),
-        })
-      : options.queue;
-  const models = new Map(Object.entries(options.models ?? {}));
-  const engine = new Engine(
-    store,
-    queue,
-    apps,
-    logger,
-    options,
-    models,
-    options.geminiApiKey ?? env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY,
-  );
-  // An embedded engine owns its PGlite directory: any lease in it belongs to a process that is gone.
-  if (store.database.kind === 'pglite') await expireAllLeases(store.db);
-  const worker = options.worker ?? true;
-  if (worker !== false) {
-    await engine.startWorker(typeof worker === 'object' ? worker : {});
-    await engine.reconcile();
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
   }
-  return engine;
 }

@@ -1,7 +1,7 @@
 /**
  * Following an invocation without polling: waiters wake on Postgres NOTIFY (invocation status changes, stored
- * events) and on in-process partial events. A one-second re-check bounds the wait if a notification is lost
- * (a LISTEN connection that dropped and came back).
+ * events) and on in-process partial events. When the LISTEN connection drops and comes back, its reconnect hook
+ * makes waiters read again (notifications sent meanwhile are lost); a one-second re-check remains the backstop.
  */
 import type { EventEmitter } from 'node:events';
 import { AgentloomError } from '../core/errors.js';
@@ -52,9 +52,14 @@ export async function waitForSettled(
   timeoutMs: number | undefined,
 ): Promise<InvocationView> {
   const signal = new WakeSignal();
-  const unlisten = await store.listen(INVOCATIONS_CHANNEL, (payload) => {
-    if (payload.includes(invocationId)) signal.notify();
-  });
+  const unlisten = await store.listen(
+    INVOCATIONS_CHANNEL,
+    (payload) => {
+      if (payload.includes(invocationId)) signal.notify();
+    },
+    // Reconnected after a lost LISTEN connection: the status change may have been notified meanwhile.
+    () => signal.notify(),
+  );
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
   try {
     for (;;) {
@@ -92,13 +97,21 @@ export async function* followEvents(options: FollowOptions): AsyncGenerator<Even
   let after = options.afterSeq ?? 0;
   let settled = false;
   const signal = new WakeSignal();
+  // A reconnect of the LISTEN connection re-reads too: events stored meanwhile were not notified.
   const unsubscribe = options.follow
-    ? await store.onEvent((n) => {
-        if (n.sessionId === options.sessionId) signal.notify();
-      })
+    ? await store.onEvent(
+        (n) => {
+          if (n.sessionId === options.sessionId) signal.notify();
+        },
+        () => signal.notify(),
+      )
     : () => undefined;
   const unlisten = options.follow
-    ? await store.listen(INVOCATIONS_CHANNEL, () => signal.notify())
+    ? await store.listen(
+        INVOCATIONS_CHANNEL,
+        () => signal.notify(),
+        () => signal.notify(),
+      )
     : async () => undefined;
   const partials: Event[] = [];
   const onPartial = (event: Event) => {

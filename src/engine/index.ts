@@ -1,3 +1,5 @@
+export * from './apps-module.js';
+export * from './create-engine.js';
 export * from './engine.js';
 export * from './registry.js';
 export * from './runner.js';

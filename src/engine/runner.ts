@@ -7,7 +7,8 @@ import type { Content } from '../core/content.js';
 import type { Event } from '../core/event.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
-import { createEngine, type Engine } from './engine.js';
+import { createEngine } from './create-engine.js';
+import type { Engine } from './engine.js';
 
 /** Options of {@link Runner.create}. */
 export interface RunnerOptions {

@@ -14,7 +14,13 @@ import {
   type NodeStatus,
   type WorkflowDecision,
 } from '../agents/workflow.js';
-import { AgentloomError, toStoredError, type StoredError } from '../core/errors.js';
+import {
+  AgentloomError,
+  hasErrorCode,
+  isInfrastructureError,
+  toStoredError,
+  type StoredError,
+} from '../core/errors.js';
 import type { StepJob, StepQueue } from '../queue/step-queue.js';
 import type { Db } from '../store/database.js';
 import { appendEventTx, lastFinalText, listEvents } from '../store/events.js';
@@ -30,6 +36,7 @@ import {
   getNode,
   insertNodeTx,
   invocationNodes,
+  releaseLease,
   renewLease,
   updateNodeTx,
   wakeNodeTx,
@@ -51,7 +58,16 @@ export interface SchedulerDeps extends NodeRuntimeDeps {
   /** Identifies this worker in leases. */
   owner: string;
   leaseMs: number;
+  /** Default step deadline (ms); an agent's `maxStepMs` overrides it. */
+  maxStepMs: number;
+  /** Called after a step's `endInvocation` committed: stop the invocation's other steps everywhere. */
+  onInvocationEnded: (invocationId: string) => void;
+  /** Delay before a job this worker cannot run (another definition of its app) is offered again. */
+  deferMs: number;
 }
+
+/** Why this process stopped one of its steps early (the reason given to its AbortController). */
+const SHUTDOWN = 'SHUTDOWN';
 
 /** The kind stored on a node row. */
 export function nodeKind(agent: BaseAgent): string {
@@ -60,7 +76,10 @@ export function nodeKind(agent: BaseAgent): string {
 
 /** Runs step jobs. One per engine; stateless between jobs except for in-flight abort controllers. */
 export class Scheduler {
-  private readonly inflight = new Map<string, Set<AbortController>>();
+  /** Steps running in this process, by `invocationId|path`. */
+  private readonly running = new Map<string, { invocationId: string; controller: AbortController }>();
+  /** Invocations whose definition this worker lacks, logged once each. */
+  private readonly deferredLogged = new Set<string>();
 
   constructor(private readonly deps: SchedulerDeps) {}
 
@@ -73,20 +92,46 @@ export class Scheduler {
     ]);
     if (!inv || TERMINAL_INVOCATION.has(inv.status)) return;
     const app = this.deps.apps.get(inv.app);
-    if (!app) throw new AgentloomError('NOT_FOUND', `app "${inv.app}" is not served by this worker`);
-    if (app.definitionHash !== inv.definitionHash) {
-      throw new AgentloomError(
-        'DEFINITION_MISMATCH',
-        `invocation ${inv.id} was started with a different definition of app "${inv.app}"; run it on a worker with that definition`,
-        { details: { expected: inv.definitionHash, actual: app.definitionHash } },
-      );
-    }
+    if (!app || app.definitionHash !== inv.definitionHash) return this.defer(job, inv, app);
     if (!node) return;
     const agent = app.agents.get(node.agent);
     if (!agent)
       throw new AgentloomError('DEFINITION_MISMATCH', `agent "${node.agent}" is not in app "${inv.app}"`);
     if (agent instanceof WorkflowAgent) await this.advanceWorkflow(inv, node.path, agent);
     else await this.runLeaf(inv, node, agent);
+  }
+
+  /**
+   * Rolling deploys: an invocation started with another definition of its app (or an app this worker does not
+   * serve) is left for a worker that has it — offered again after a delay, never run against changed
+   * checkpoints, never failed, never retried in a hot loop. Logged once per invocation.
+   */
+  private async defer(job: StepJob, inv: InvocationRow, app: RegisteredApp | undefined): Promise<void> {
+    if (!this.deferredLogged.has(inv.id)) {
+      this.deferredLogged.add(inv.id);
+      this.log(inv, job.path).warn(
+        { app: inv.app, needs: inv.definitionHash, has: app?.definitionHash ?? null },
+        app
+          ? 'invocation needs another definition of its app; leaving it for a worker that has it'
+          : 'invocation belongs to an app this worker does not serve; leaving it for a worker that does',
+      );
+    }
+    const redelivery = (job.redelivery ?? 0) + 1;
+    const delayMs = Math.min(this.deps.deferMs * 2 ** Math.min(redelivery - 1, 4), 60_000);
+    await this.deps.queue.enqueue([{ ...job, redelivery }], { delayMs });
+  }
+
+  /** Enqueues wake-ups after a commit. A failure is logged, not thrown: the commit stands and the reconciler re-wakes. */
+  private async wake(jobs: NodeJobRef[]): Promise<void> {
+    if (jobs.length === 0) return;
+    try {
+      await this.deps.queue.enqueue(jobs);
+    } catch (err) {
+      this.deps.logger.warn(
+        { err, jobs: jobs.length },
+        'enqueue failed; the reconciler will wake these nodes',
+      );
+    }
   }
 
   private log(inv: InvocationRow, path: string, attempt?: number): Logger {
@@ -103,7 +148,7 @@ export class Scheduler {
       if (!row || SETTLED.has(row.status as NodeStatus)) return [];
       return this.advanceInTx(tx, inv, row, agent);
     });
-    await this.deps.queue.enqueue(jobs);
+    await this.wake(jobs);
   }
 
   /** Advances a workflow node whose row the transaction has locked. */
@@ -196,7 +241,14 @@ export class Scheduler {
       if (parent && agent instanceof WorkflowAgent && !SETTLED.has(parent.status as NodeStatus)) {
         return this.advanceInTx(tx, inv, parent, agent);
       }
-      const job = await wakeNodeTx(tx, inv.id, row.parentPath);
+      // A leaf parent waiting on this child becomes pending (runnable, and visible to the reconciler if its
+      // wake-up is lost); one still running sees the ended child when it commits (see suspendTx).
+      const job = await wakeNodeTx(
+        tx,
+        inv.id,
+        row.parentPath,
+        parent?.status === 'waiting' ? 'pending' : undefined,
+      );
       return job ? [job] : [];
     }
     const current = await getInvocation(tx, inv.id, true);
@@ -216,23 +268,42 @@ export class Scheduler {
 
   private async runLeaf(inv: InvocationRow, node: NodeRow, agent: BaseAgent): Promise<void> {
     const { store, leaseMs, owner } = this.deps;
-    // The claim is one statement; only the first step of an invocation also marks it running (one transaction).
-    const claimed =
-      inv.status === 'queued'
-        ? await store.transaction(async (tx) => {
-            const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs);
-            if (row) await setInvocationStatusTx(tx, inv.id, 'running');
-            return row;
-          })
-        : await claimLeafTx(store.db, inv.id, node.path, owner, leaseMs);
-    if (!claimed) return;
-    const log = this.log(inv, node.path, claimed.attempt);
-    log.debug('step claimed');
+    const key = `${inv.id}|${node.path}`;
+    // A duplicate delivery while this process runs the node: the running step owns it.
+    if (this.running.has(key)) return;
     const controller = new AbortController();
-    this.track(inv.id, controller, true);
+    this.running.set(key, { invocationId: inv.id, controller });
+    try {
+      // The claim is one statement; only the first step of an invocation also marks it running (one
+      // transaction). This process runs no attempt of the node now, so a lease it still holds (a step stopped by
+      // a database error) may be re-claimed at once.
+      const claimed =
+        inv.status === 'queued'
+          ? await store.transaction(async (tx) => {
+              const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs, true);
+              if (row) await setInvocationStatusTx(tx, inv.id, 'running');
+              return row;
+            })
+          : await claimLeafTx(store.db, inv.id, node.path, owner, leaseMs, true);
+      if (!claimed) return;
+      await this.runClaimed(inv, claimed, agent, controller);
+    } finally {
+      this.running.delete(key);
+    }
+  }
+
+  private async runClaimed(
+    inv: InvocationRow,
+    claimed: NodeRow,
+    agent: BaseAgent,
+    controller: AbortController,
+  ): Promise<void> {
+    const { store, leaseMs } = this.deps;
+    const log = this.log(inv, claimed.path, claimed.attempt);
+    log.debug('step claimed');
     const renew = setInterval(
       () => {
-        renewLease(store.db, inv.id, node.path, claimed.attempt, leaseMs)
+        renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs)
           .then((ours) => {
             if (!ours) controller.abort(new AgentloomError('FENCED', 'lease lost'));
           })
@@ -240,31 +311,58 @@ export class Scheduler {
       },
       Math.max(50, Math.floor(leaseMs / 3)),
     );
+    const maxStepMs = agent.maxStepMs ?? this.deps.maxStepMs;
+    const deadline = setTimeout(() => {
+      controller.abort(
+        new AgentloomError(
+          'TIMEOUT',
+          `step of agent "${agent.name}" ran longer than maxStepMs (${maxStepMs} ms); raise maxStepMs on the agent or the engine if it needs longer`,
+          { details: { nodePath: claimed.path, maxStepMs } },
+        ),
+      );
+    }, maxStepMs);
     try {
       const [journal, state] = await Promise.all([
         // A first attempt has no journal: only claimed attempts (and answers to their pauses) write a node's events.
         claimed.attempt === 1
           ? []
-          : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: node.path }),
+          : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
         readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
       const runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal);
       let outcome: LeafOutcome | NodeSuspended;
       try {
-        outcome = await agent.runLeaf(runtime);
+        // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
+        // a deadline or a shutdown (whatever it does afterwards is refused: every write checks the signal and the fence).
+        outcome = await raceAbort(agent.runLeaf(runtime), controller.signal);
       } catch (err) {
-        if (err instanceof NodeSuspended) outcome = err;
+        const reason: unknown = controller.signal.reason;
+        if (controller.signal.aborted && hasErrorCode(reason, 'TIMEOUT')) {
+          outcome = { status: 'failed', error: toStoredError(reason) };
+        } else if (err instanceof NodeSuspended) outcome = err;
+        else if (controller.signal.aborted && reason === SHUTDOWN) return this.release(inv, claimed, log);
         else if (isQuietStop(err, controller)) return log.debug({ err }, 'step stopped');
         else if (isInfrastructure(err)) throw err;
         else outcome = { status: 'failed', error: toStoredError(err) };
       }
       const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested);
-      await this.deps.queue.enqueue(jobs);
+      // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
+      if (runtime.endRequested && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
+        this.deps.onInvocationEnded(inv.id);
+      }
+      await this.wake(jobs);
       log.debug({ status: outcome instanceof NodeSuspended ? 'waiting' : outcome.status }, 'step committed');
     } finally {
       clearInterval(renew);
-      this.track(inv.id, controller, false);
+      clearTimeout(deadline);
     }
+  }
+
+  /** Gives up a step stopped by shutdown: its lease ends now and a new wake-up lets any worker take it at once. */
+  private async release(inv: InvocationRow, claimed: NodeRow, log: Logger): Promise<void> {
+    const job = await releaseLease(this.deps.store.db, inv.id, claimed.path, claimed.attempt);
+    if (job) await this.wake([job]);
+    log.info('step released at shutdown');
   }
 
   private async commitLeaf(
@@ -378,32 +476,54 @@ export class Scheduler {
     await cancelToolRequestsTx(tx, inv.id);
     const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
     await setInvocationStatusTx(tx, inv.id, 'completed', { output });
-    this.abort(inv.id);
     return [];
   }
 
-  private track(invocationId: string, controller: AbortController, add: boolean): void {
-    let set = this.inflight.get(invocationId);
-    if (add) {
-      if (!set) this.inflight.set(invocationId, (set = new Set()));
-      set.add(controller);
-    } else if (set) {
-      set.delete(controller);
-      if (set.size === 0) this.inflight.delete(invocationId);
-    }
-  }
-
   /** Aborts the in-flight steps of an invocation in this process (model and tool calls see `signal`). */
-  abort(invocationId: string): void {
-    for (const controller of this.inflight.get(invocationId) ?? []) {
-      controller.abort(new AgentloomError('CANCELLED', 'the invocation was cancelled'));
+  abort(
+    invocationId: string,
+    reason: unknown = new AgentloomError('CANCELLED', 'the invocation was cancelled'),
+  ): void {
+    for (const step of this.running.values()) {
+      if (step.invocationId === invocationId) step.controller.abort(reason);
     }
   }
 
   /** Aborts every in-flight step (abrupt close). */
   abortAll(): void {
-    for (const id of this.inflight.keys()) this.abort(id);
+    for (const step of this.running.values()) {
+      step.controller.abort(new AgentloomError('CANCELLED', 'the engine was closed'));
+    }
   }
+
+  /** Stops every in-flight step and releases its lease so another worker takes it over at once (shutdown). */
+  releaseAll(): void {
+    for (const step of this.running.values()) step.controller.abort(SHUTDOWN);
+  }
+
+  /** How many steps this process is running. */
+  get runningSteps(): number {
+    return this.running.size;
+  }
+}
+
+/** Settles with `work`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err as Error);
+      },
+    );
+  });
 }
 
 function isQuietStop(err: unknown, controller: AbortController): boolean {
@@ -413,8 +533,5 @@ function isQuietStop(err: unknown, controller: AbortController): boolean {
 
 /** Errors of the machinery (database unreachable, a simulated crash) rather than of the agent: redeliver. */
 function isInfrastructure(err: unknown): boolean {
-  if (err instanceof AgentloomError) return err.code === 'INTERNAL' && err.retryable;
-  const code = (err as { code?: unknown })?.code;
-  if (typeof code === 'string' && /^(ECONN|EPIPE|ETIMEDOUT|57P|08)/.test(code)) return true;
-  return (err as { crash?: unknown })?.crash === true;
+  return isInfrastructureError(err);
 }

@@ -28,6 +28,8 @@ export interface InvocationView {
   error: StoredError | null;
   llmCalls: number;
   maxLlmCalls: number;
+  /** Hash of the agent tree the invocation was started with: only a worker serving that definition runs it. */
+  definitionHash: string;
   pending: PendingCall[];
   createdAt: Date;
   updatedAt: Date;
@@ -46,6 +48,7 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     error: (row.error as StoredError | null) ?? null,
     llmCalls: row.llmCalls,
     maxLlmCalls: row.maxLlmCalls,
+    definitionHash: row.definitionHash,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     pending: requests.map((r) => {

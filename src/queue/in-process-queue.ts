@@ -2,7 +2,15 @@
  * The in-process StepQueue of embedded engines: FIFO, bounded concurrency, deduplicated by job id while a job
  * waits, and redelivery with backoff when a handler fails (as BullMQ does for a stalled or failed job).
  */
-import { jobId, type ProcessOptions, type StepHandler, type StepJob, type StepQueue } from './step-queue.js';
+import {
+  jobId,
+  type EnqueueOptions,
+  type ProcessOptions,
+  type StepHandler,
+  type StepJob,
+  type StepQueue,
+  type StopConsuming,
+} from './step-queue.js';
 
 /** Options of {@link InProcessQueue}. */
 export interface InProcessQueueOptions {
@@ -21,6 +29,7 @@ interface Entry {
 
 /** A StepQueue inside one process. */
 export class InProcessQueue implements StepQueue {
+  readonly kind = 'local';
   private readonly waiting: Entry[] = [];
   private readonly waitingIds = new Set<string>();
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -32,9 +41,22 @@ export class InProcessQueue implements StepQueue {
 
   constructor(private readonly options: InProcessQueueOptions = {}) {}
 
-  async enqueue(jobs: readonly StepJob[]): Promise<void> {
+  async enqueue(jobs: readonly StepJob[], options: EnqueueOptions = {}): Promise<void> {
+    if (options.delayMs && options.delayMs > 0) {
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        for (const job of jobs) this.push({ job, deliveries: 0 });
+        this.pump();
+      }, options.delayMs);
+      this.timers.add(timer);
+      return;
+    }
     for (const job of jobs) this.push({ job, deliveries: 0 });
     this.pump();
+  }
+
+  async ping(): Promise<void> {
+    if (this.stopped) throw new Error('the in-process queue is closed');
   }
 
   private push(entry: Entry): void {
@@ -45,10 +67,7 @@ export class InProcessQueue implements StepQueue {
     this.waiting.push(entry);
   }
 
-  async process(
-    handler: StepHandler,
-    options: ProcessOptions,
-  ): Promise<(options?: { abrupt?: boolean }) => Promise<void>> {
+  async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
     this.handler = handler;
     this.concurrency = Math.max(1, options.concurrency);
     this.pump();

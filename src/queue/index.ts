@@ -1,2 +1,4 @@
+export * from './bullmq-queue.js';
+export * from './bus.js';
 export * from './in-process-queue.js';
 export * from './step-queue.js';

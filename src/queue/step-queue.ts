@@ -1,15 +1,31 @@
 /** The StepQueue port: carries wake-ups of nodes. Postgres, not the queue, decides what must run. */
+import { z } from 'zod';
 
-/** A job: run (or advance) one node. `wake` makes every wake-up a distinct, deterministic job id. */
+/**
+ * A job: run (or advance) one node. `wake` makes every wake-up a distinct, deterministic job id; `redelivery`
+ * (absent on a first delivery) numbers the re-sends of one wake-up that the engine schedules itself (a step
+ * stopped by a database error, a job left for a worker with another definition), so each has an id the queue
+ * has not seen.
+ */
 export interface StepJob {
   invocationId: string;
   path: string;
   wake: number;
+  redelivery?: number;
 }
+
+/** The schema of a job payload read back from a queue (data crossing a process boundary is validated). */
+export const stepJobSchema = z.object({
+  invocationId: z.string().min(1),
+  path: z.string().min(1),
+  wake: z.number().int().nonnegative(),
+  redelivery: z.number().int().positive().optional(),
+});
 
 /** The deterministic id of a job: enqueuing the same wake-up twice is harmless. */
 export function jobId(job: StepJob): string {
-  return `${job.invocationId}|${job.path}|${job.wake}`;
+  const base = `${job.invocationId}|${job.path}|${job.wake}`;
+  return job.redelivery ? `${base}|r${job.redelivery}` : base;
 }
 
 /** Handles one job. A rejection means "deliver again later" (the queue owns crash-level retries). */
@@ -20,13 +36,23 @@ export interface ProcessOptions {
   concurrency: number;
 }
 
+/** Options of {@link StepQueue.enqueue}. */
+export interface EnqueueOptions {
+  /** Deliver no earlier than this many ms from now. Default 0. */
+  delayMs?: number;
+}
+
+/** Stops consuming: waits for running jobs unless `abrupt`, or at most `graceMs` when given. */
+export type StopConsuming = (options?: { abrupt?: boolean }) => Promise<void>;
+
 /** A queue of step jobs. */
 export interface StepQueue {
-  enqueue(jobs: readonly StepJob[]): Promise<void>;
-  /** Starts consuming with `handler`; returns a function that stops consuming (waits for running jobs unless `abrupt`). */
-  process(
-    handler: StepHandler,
-    options: ProcessOptions,
-  ): Promise<(options?: { abrupt?: boolean }) => Promise<void>>;
+  /** Which adapter this is (logged, and shown by `status`). */
+  readonly kind: 'local' | 'redis' | 'postgres';
+  enqueue(jobs: readonly StepJob[], options?: EnqueueOptions): Promise<void>;
+  /** Starts consuming with `handler`; returns a function that stops consuming. */
+  process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming>;
+  /** Resolves when the queue's backend answers (readiness checks); rejects otherwise. */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

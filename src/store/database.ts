@@ -10,6 +10,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { AgentloomError } from '../core/errors.js';
+import { PgListener } from './pg-listener.js';
 import * as schema from './schema.js';
 
 /** A drizzle database or transaction over the agentloom schema, whatever the driver. */
@@ -28,8 +29,16 @@ export interface OpenDatabaseOptions {
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
   readonly db: Db;
-  /** Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. */
-  listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. On PostgreSQL the
+   * LISTEN connection reconnects by itself after it was lost; `onReconnect` is then called, since notifications
+   * sent meanwhile are lost: re-read the state they announce. PGlite runs in this process and never calls it.
+   */
+  listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onReconnect?: () => void,
+  ): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -53,40 +62,18 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     );
   }
   const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener it would crash the process.
+  // An idle client that loses its connection (a server restart sends it 57P01) emits 'error' on the pool, which
+  // drops that client; without a listener the event would crash the process. The next query opens a new one.
   pool.on('error', () => undefined);
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
-  let listener: pg.Client | undefined;
-  const handlers = new Map<string, Set<(payload: string) => void>>();
-  const ensureListener = async (): Promise<pg.Client> => {
-    if (listener) return listener;
-    const client = new pg.Client({ connectionString: url });
-    client.on('error', () => undefined);
-    client.on('notification', (msg) => {
-      for (const handler of handlers.get(msg.channel) ?? []) handler(msg.payload ?? '');
-    });
-    await client.connect();
-    listener = client;
-    return client;
-  };
+  // Reconnects by itself after a restart; waiters re-read through their reconnect hooks (see PgListener).
+  const listener = new PgListener(url);
   return {
     kind: 'postgres',
     db,
-    async listen(channel, onPayload) {
-      const client = await ensureListener();
-      let set = handlers.get(channel);
-      if (!set) {
-        set = new Set();
-        handlers.set(channel, set);
-        await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
-      }
-      set.add(onPayload);
-      return async () => {
-        set.delete(onPayload);
-      };
-    },
+    listen: (channel, onPayload, onReconnect) => listener.listen(channel, onPayload, onReconnect),
     async close() {
-      await listener?.end().catch(() => undefined);
+      await listener.close();
       await pool.end();
     },
   };

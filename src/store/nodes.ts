@@ -1,6 +1,6 @@
 /** Node rows: the checkpoint table. Claims with fencing, status transitions, wake-ups. */
 import { and, eq, inArray, like, lt, or, sql } from 'drizzle-orm';
-import type { Db } from './database.js';
+import { queryRows, type Db } from './database.js';
 import { nodes } from './schema.js';
 
 export type NodeRow = typeof nodes.$inferSelect;
@@ -54,7 +54,10 @@ export async function invocationNodes(db: Db, invocationId: string): Promise<Nod
 
 /**
  * Claims a leaf node for one attempt: bumps `attempt` (the fencing token) and takes the lease, if the node is
- * runnable — pending, waiting, or running under an expired lease. Returns undefined otherwise.
+ * runnable — pending, waiting, or running under an expired lease. With `reclaimOwn`, a running node whose lease
+ * `owner` itself holds is claimed too: the caller asserts it is not running that node any more (a step that
+ * failed on a database error and is redelivered to the same worker need not wait for its own lease to lapse).
+ * Returns undefined when the node is not claimable.
  */
 export async function claimLeafTx(
   tx: Db,
@@ -62,7 +65,9 @@ export async function claimLeafTx(
   path: string,
   owner: string,
   leaseMs: number,
+  reclaimOwn = false,
 ): Promise<NodeRow | undefined> {
+  const leaseGone = or(sql`${nodes.leaseExpiresAt} is null`, lt(nodes.leaseExpiresAt, sql`now()`));
   const [row] = await tx
     .update(nodes)
     .set({
@@ -79,13 +84,36 @@ export async function claimLeafTx(
           inArray(nodes.status, ['pending', 'waiting']),
           and(
             eq(nodes.status, 'running'),
-            or(sql`${nodes.leaseExpiresAt} is null`, lt(nodes.leaseExpiresAt, sql`now()`)),
+            reclaimOwn ? or(leaseGone, eq(nodes.leaseOwner, owner)) : leaseGone,
           ),
         ),
       ),
     )
     .returning();
   return row;
+}
+
+/**
+ * Gives up a running attempt's lease so any worker may claim the node at once (graceful shutdown, a step
+ * stopped by a fault of the machinery). Fenced by `attempt`; returns the node's new wake-up, or undefined when
+ * the attempt was already superseded.
+ */
+export async function releaseLease(
+  db: Db,
+  invocationId: string,
+  path: string,
+  attempt: number,
+): Promise<NodeJobRef | undefined> {
+  const [row] = await db
+    .update(nodes)
+    .set({
+      leaseExpiresAt: sql`now() - interval '1 millisecond'`,
+      wake: sql`${nodes.wake} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(key(invocationId, path), eq(nodes.attempt, attempt), eq(nodes.status, 'running')))
+    .returning({ wake: nodes.wake });
+  return row ? { invocationId, path, wake: row.wake } : undefined;
 }
 
 /** Extends a lease if the attempt is still ours; false when fenced. */
@@ -130,6 +158,62 @@ export async function wakeNodeTx(
     .where(key(invocationId, path))
     .returning({ wake: nodes.wake });
   return row ? { invocationId, path, wake: row.wake } : undefined;
+}
+
+/** Options of {@link reconcileNodes}. */
+export interface ReconcileOptions {
+  /** A node is re-woken only when nothing happened to it (no wake-up, claim or write) for this long. */
+  staleMs: number;
+  /** At most this many nodes per pass. Default 500. */
+  limit?: number;
+}
+
+/** Arbitrary but fixed advisory-lock key: one reconciler pass at a time across every process of a database. */
+const RECONCILE_LOCK_KEY = 7_362_541_002;
+
+/**
+ * One reconciler pass (ARCHITECTURE "Failure model": the queue lost a wake-up, or a worker died). In one
+ * transaction, and only in the process that wins the advisory lock, bumps the wake-up of every node that must
+ * run but shows no sign of it, and returns their jobs to enqueue:
+ * - `pending` nodes (any kind) not woken for `staleMs`;
+ * - `running` leaf nodes whose lease is gone (its worker died or was stopped) and not touched for `staleMs`.
+ * Never nodes that legitimately wait: `waiting` (a leaf waiting on a child), `paused` (a human), `running`
+ * workflow nodes (advanced by their children's commits), nor nodes of ended invocations. Bumping `wake` gives the
+ * job an id the queue has not seen (a queue that still holds the old id would ignore a repeat), and bumping
+ * `updated_at` keeps the next pass from waking the node again while the new job waits.
+ * `locked` is false when another process holds the reconciler lock (this pass did nothing).
+ */
+export async function reconcileNodes(
+  db: Db,
+  options: ReconcileOptions,
+): Promise<{ locked: boolean; jobs: NodeJobRef[] }> {
+  const stale = `${Math.max(0, Math.round(options.staleMs))} milliseconds`;
+  return db.transaction(async (tx) => {
+    const [lock] = await queryRows<{ locked: boolean }>(
+      tx,
+      sql`select pg_try_advisory_xact_lock(${RECONCILE_LOCK_KEY}) as locked`,
+    );
+    if (!lock?.locked) return { locked: false, jobs: [] };
+    const rows = await queryRows<{ invocation_id: string; path: string; wake: number }>(
+      tx,
+      sql`update nodes set wake = nodes.wake + 1, updated_at = now()
+          where (nodes.invocation_id, nodes.path) in (
+            select n.invocation_id, n.path from nodes n
+            join invocations i on i.id = n.invocation_id
+            where i.status not in ('completed', 'failed', 'cancelled')
+              and n.updated_at < now() - ${stale}::interval
+              and (n.status = 'pending'
+                or (n.status = 'running' and n.kind in ('llm', 'custom')
+                    and (n.lease_expires_at is null or n.lease_expires_at < now())))
+            limit ${options.limit ?? 500}
+            for update of n skip locked)
+          returning nodes.invocation_id, nodes.path, nodes.wake`,
+    );
+    return {
+      locked: true,
+      jobs: rows.map((r) => ({ invocationId: r.invocation_id, path: r.path, wake: Number(r.wake) })),
+    };
+  });
 }
 
 /** Nodes that should be running but may have lost their job: pending or waiting nodes and expired leases. */

@@ -96,28 +96,45 @@ export class Store {
 
   /**
    * Calls `onNotice` for every event stored from now on (by any process). Resolves once the LISTEN is active,
-   * so an event committed after this resolves is never missed. Returns the unsubscribe function.
+   * so an event committed after this resolves is never missed while the LISTEN connection stays up. When it was
+   * lost and restored, `onReconnect` is called instead of the notices sent meanwhile: re-read from the store.
+   * Returns the unsubscribe function.
    */
-  async onEvent(onNotice: (notice: EventNotice) => void): Promise<() => void> {
+  async onEvent(onNotice: (notice: EventNotice) => void, onReconnect?: () => void): Promise<() => void> {
     this.listening ??= this.database
-      .listen(EVENTS_CHANNEL, (payload) => {
-        try {
-          this.notices.emit('event', JSON.parse(payload) as EventNotice);
-        } catch {
-          // A foreign NOTIFY on our channel: ignore rather than crash the listener.
-        }
-      })
+      .listen(
+        EVENTS_CHANNEL,
+        (payload) => {
+          try {
+            this.notices.emit('event', JSON.parse(payload) as EventNotice);
+          } catch {
+            // A foreign NOTIFY on our channel: ignore rather than crash the listener.
+          }
+        },
+        () => this.notices.emit('reconnect'),
+      )
       .then((unlisten) => {
         this.unlisten = unlisten;
       });
     await this.listening;
     this.notices.on('event', onNotice);
-    return () => this.notices.off('event', onNotice);
+    if (onReconnect) this.notices.on('reconnect', onReconnect);
+    return () => {
+      this.notices.off('event', onNotice);
+      if (onReconnect) this.notices.off('reconnect', onReconnect);
+    };
   }
 
-  /** Subscribes to any NOTIFY channel (one LISTEN per channel per store). Resolves once listening. */
-  async listen(channel: string, onPayload: (payload: string) => void): Promise<() => Promise<void>> {
-    return this.database.listen(channel, onPayload);
+  /**
+   * Subscribes to any NOTIFY channel (one LISTEN per channel per store). Resolves once listening. `onReconnect`
+   * is called after the LISTEN connection was lost and restored (notifications sent meanwhile are lost).
+   */
+  async listen(
+    channel: string,
+    onPayload: (payload: string) => void,
+    onReconnect?: () => void,
+  ): Promise<() => Promise<void>> {
+    return this.database.listen(channel, onPayload, onReconnect);
   }
 
   async close(): Promise<void> {

@@ -38,6 +38,8 @@ export const backends: Backend[] = [
 export async function engineOn(backend: Backend, options: Omit<EngineOptions, 'database'>): Promise<Engine> {
   return createEngine({
     reconcileIntervalMs: 0,
+    // Explicit, so an exported REDIS_URL never points two test files' engines at one shared queue.
+    queue: 'local',
     logger: pino({ level: 'error' }),
     ...options,
     database: await backend.target(),

@@ -1,0 +1,87 @@
+/**
+ * Loading apps from a module (`--apps PATH`, `AGENTLOOM_APPS`, `createEngine({ apps: 'path' })`): a JS or TS
+ * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name).
+ */
+import { existsSync, statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { AgentloomError } from '../core/errors.js';
+import type { Model } from '../models/model.js';
+import type { Tool } from '../tools/tool.js';
+import type { AppDefinition } from './registry.js';
+
+/** What an apps module provides. */
+export interface AppsModule {
+  apps: AppDefinition[];
+  tools: Record<string, Tool>;
+  models: Record<string, Model>;
+}
+
+const TS = /\.(c|m)?tsx?$/;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Imports a module. A TypeScript module loads as it is when this process runs with tsx's loader (the CLI does),
+ * and otherwise through tsx's `tsImport` (tsx is a dependency).
+ */
+async function importModule(url: string, typescript: boolean): Promise<Record<string, unknown>> {
+  try {
+    return (await import(url)) as Record<string, unknown>;
+  } catch (err) {
+    if (!typescript || (err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
+    const { tsImport } = await import('tsx/esm/api');
+    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  }
+}
+
+/** Imports an apps module and checks its exports; CONFIG errors say what the module must export. */
+export async function loadAppsModule(path: string): Promise<AppsModule> {
+  const file = resolve(path);
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new AgentloomError(
+      'CONFIG',
+      `apps module ${file} does not exist: pass --apps (or AGENTLOOM_APPS) the path of a .js or .ts module exporting \`apps\``,
+      { details: { field: 'apps', path: file } },
+    );
+  }
+  let mod: Record<string, unknown>;
+  try {
+    const url = pathToFileURL(file).href;
+    mod = await importModule(url, TS.test(file));
+  } catch (err) {
+    throw new AgentloomError('CONFIG', `apps module ${file} failed to load: ${(err as Error).message}`, {
+      details: { field: 'apps', path: file },
+      cause: err,
+    });
+  }
+  // A CommonJS or transpiled module may carry its exports on `default`.
+  const exports = isRecord(mod.default) && !('apps' in mod) ? mod.default : mod;
+  const { apps, tools = {}, models = {} } = exports;
+  if (!Array.isArray(apps)) {
+    throw new AgentloomError(
+      'CONFIG',
+      `apps module ${file} must export \`apps\`: an array of { name, agent } (e.g. export const apps = [{ name: 'writer', agent: root }])`,
+      { details: { field: 'apps', path: file } },
+    );
+  }
+  for (const [name, value] of [
+    ['tools', tools],
+    ['models', models],
+  ] as const) {
+    if (!isRecord(value)) {
+      throw new AgentloomError(
+        'CONFIG',
+        `apps module ${file}: \`${name}\` must be an object mapping names to ${name} (e.g. export const ${name} = { … })`,
+        { details: { field: name, path: file } },
+      );
+    }
+  }
+  return {
+    apps: apps as AppDefinition[],
+    tools: tools as Record<string, Tool>,
+    models: models as Record<string, Model>,
+  };
+}

@@ -1,0 +1,153 @@
+/**
+ * `createEngine`: the one place where an engine's parts are chosen and wired — the store (PostgreSQL or
+ * PGlite), the queue (in-process, BullMQ on Redis, BullMQ on PostgreSQL) and the bus between processes (Redis
+ * pub/sub, Postgres LISTEN/NOTIFY, or in-process).
+ */
+import { pino, type Logger } from 'pino';
+import { InProcessBus, type Bus } from '../core/bus.js';
+import { AgentloomError } from '../core/errors.js';
+import { loadEnv } from '../config/env.js';
+import { BullmqQueue } from '../queue/bullmq-queue.js';
+import { RedisBus } from '../queue/bus.js';
+import { InProcessQueue } from '../queue/in-process-queue.js';
+import type { StepQueue } from '../queue/step-queue.js';
+import { expireAllLeases } from '../store/nodes.js';
+import { NotifyBus } from '../store/notify-bus.js';
+import { Store } from '../store/store.js';
+import { loadAppsModule } from './apps-module.js';
+import { Engine, type EngineOptions, type QueueOption } from './engine.js';
+import { registerApps } from './registry.js';
+
+const QUEUE_HINT =
+  "queue must be 'local', { redis: 'redis://…' }, { postgres: 'postgres://…' } or a StepQueue instance";
+
+function resolveQueue(
+  option: QueueOption | undefined,
+  store: Store,
+  leaseMs: number,
+  logger: Logger,
+): { queue: StepQueue; bus: Bus } {
+  const env = loadEnv();
+  const onError = (err: unknown, job?: { invocationId: string; path: string }) =>
+    logger.warn({ err, invocationId: job?.invocationId, nodePath: job?.path }, 'queue error');
+  // A PGlite database belongs to one process: a shared queue would add nothing, so REDIS_URL is not applied.
+  const chosen =
+    option ?? (env.REDIS_URL && store.database.kind === 'postgres' ? { redis: env.REDIS_URL } : 'local');
+  const notifyBus = () =>
+    store.database.kind === 'postgres'
+      ? new NotifyBus(store, {
+          onDropped: (topic, bytes) => logger.debug({ topic, bytes }, 'bus message too large'),
+        })
+      : new InProcessBus();
+  if (chosen === 'local') {
+    return {
+      queue: new InProcessQueue({
+        onError: (err, job) =>
+          logger.warn(
+            { err, invocationId: job.invocationId, nodePath: job.path },
+            'step failed; redelivering',
+          ),
+      }),
+      bus: notifyBus(),
+    };
+  }
+  if (typeof chosen !== 'object' || chosen === null) {
+    throw new AgentloomError('CONFIG', `${QUEUE_HINT}; got ${JSON.stringify(chosen)}`, {
+      details: { field: 'queue' },
+    });
+  }
+  if ('redis' in chosen) {
+    if (typeof chosen.redis !== 'string' || !/^rediss?:\/\//.test(chosen.redis)) {
+      throw new AgentloomError(
+        'CONFIG',
+        `queue.redis must be a redis:// URL; got ${JSON.stringify(chosen.redis)}`,
+        {
+          details: { field: 'queue.redis' },
+        },
+      );
+    }
+    const prefix = chosen.prefix;
+    return {
+      queue: new BullmqQueue({ connection: { redis: chosen.redis }, prefix, leaseMs, onError }),
+      bus: new RedisBus({ url: chosen.redis, prefix, onError: (err) => onError(err) }),
+    };
+  }
+  if ('postgres' in chosen) {
+    if (typeof chosen.postgres !== 'string' || !/^postgres(ql)?:\/\//.test(chosen.postgres)) {
+      throw new AgentloomError(
+        'CONFIG',
+        `queue.postgres must be a postgres:// URL; got ${JSON.stringify(chosen.postgres)}`,
+        { details: { field: 'queue.postgres' } },
+      );
+    }
+    return {
+      queue: new BullmqQueue({
+        connection: { postgres: chosen.postgres },
+        prefix: chosen.prefix,
+        leaseMs,
+        onError,
+      }),
+      bus: notifyBus(),
+    };
+  }
+  if (typeof (chosen as StepQueue).enqueue === 'function')
+    return { queue: chosen as StepQueue, bus: notifyBus() };
+  throw new AgentloomError('CONFIG', QUEUE_HINT, { details: { field: 'queue' } });
+}
+
+function checkPositive(value: number | undefined, field: string, example: string): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new AgentloomError(
+      'CONFIG',
+      `${field} must be a positive number of milliseconds, e.g. ${example}`,
+      {
+        details: { field },
+      },
+    );
+  }
+}
+
+/**
+ * Creates an engine (PGlite + in-process queue unless told otherwise) and, unless `worker: false`, starts its
+ * worker and reconciler.
+ */
+export async function createEngine(options: EngineOptions): Promise<Engine> {
+  const env = loadEnv();
+  checkPositive(options.leaseMs, 'leaseMs', '15000');
+  checkPositive(options.maxStepMs, 'maxStepMs', '600000');
+  const loaded = typeof options.apps === 'string' ? await loadAppsModule(options.apps) : undefined;
+  const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
+  const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn' });
+  const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
+  const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
+  let parts: { queue: StepQueue; bus: Bus };
+  try {
+    parts = resolveQueue(options.queue, store, options.leaseMs ?? 15_000, logger);
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  const engine = new Engine(
+    {
+      store,
+      ...parts,
+      apps,
+      logger,
+      models: new Map(Object.entries({ ...loaded?.models, ...options.models })),
+      tools: new Map(Object.entries({ ...loaded?.tools, ...options.tools })),
+      geminiApiKey: options.geminiApiKey ?? env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY,
+    },
+    options,
+  );
+  const worker = options.worker ?? true;
+  if (worker === false) return engine;
+  // An embedded engine owns its PGlite directory: any lease in it belongs to a process that is gone.
+  const embedded = store.database.kind === 'pglite';
+  if (embedded) await expireAllLeases(store.db);
+  await engine.startWorker(typeof worker === 'object' ? worker : {});
+  // At start, an embedded engine runs everything left runnable at once; a worker among others leaves recent
+  // work to its owners and the periodic pass.
+  await engine.reconcile(embedded ? { staleMs: 0 } : {});
+  return engine;
+}

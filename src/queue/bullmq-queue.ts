@@ -1,0 +1,169 @@
+/**
+ * The BullMQ StepQueue, on Redis or on BullMQ's PostgreSQL backend. BullMQ only carries wake-ups: Postgres
+ * decides what runs (a job whose node is not claimable is a no-op), so BullMQ's own retries are off, finished
+ * jobs are removed at once, and its stalled-job recovery merely re-delivers a wake-up. A job BullMQ gives up on
+ * cannot strand a node: the reconciler finds every node that must run from Postgres alone.
+ */
+import { createPostgresBackend, Queue, Worker, withBackend, type Job } from 'bullmq';
+import { Redis } from 'ioredis';
+import { AgentloomError } from '../core/errors.js';
+import {
+  jobId,
+  stepJobSchema,
+  type EnqueueOptions,
+  type ProcessOptions,
+  type StepHandler,
+  type StepJob,
+  type StepQueue,
+  type StopConsuming,
+} from './step-queue.js';
+
+/** Where the queue lives. */
+export type BullmqConnection = { redis: string } | { postgres: string };
+
+/** Options of {@link BullmqQueue}. */
+export interface BullmqQueueOptions {
+  connection: BullmqConnection;
+  /** Namespace of the queue, so deployments (and test files) can share one server. Default 'agentloom'. */
+  prefix?: string;
+  /**
+   * The step lease (ms). BullMQ's job lock is set a little longer, so that when a worker dies BullMQ re-delivers
+   * its job only after the node's lease has lapsed and the new delivery can claim it.
+   */
+  leaseMs: number;
+  /** Re-deliveries of a wake-up whose handler failed (a database outage) before leaving it to the reconciler. Default 8. */
+  maxDeliveries?: number;
+  /** First re-delivery delay; doubles each time up to 10 s. Default 250 ms. */
+  retryDelayMs?: number;
+  /** Failures of handlers and of the connection (logged by the engine; never thrown into a timer). */
+  onError?: (err: unknown, job?: StepJob) => void;
+}
+
+const JOB_NAME = 'step';
+
+/** A StepQueue over BullMQ. */
+export class BullmqQueue implements StepQueue {
+  readonly kind: 'redis' | 'postgres';
+  private readonly queue: Queue;
+  private readonly redis: Redis | undefined;
+  private readonly workers = new Set<Worker>();
+  private readonly name: string;
+
+  constructor(private readonly options: BullmqQueueOptions) {
+    this.name = `${options.prefix ?? 'agentloom'}-steps`;
+    if ('redis' in options.connection) {
+      this.kind = 'redis';
+      // Producers fail fast while Redis is away (the commit that made a node runnable already happened, and the
+      // reconciler re-wakes it); waiting on an offline queue would hold the step that enqueues.
+      this.redis = new Redis(options.connection.redis, {
+        maxRetriesPerRequest: 1,
+        enableOfflineQueue: false,
+        lazyConnect: false,
+      });
+      this.redis.on('error', (err) => this.options.onError?.(err));
+      this.queue = new Queue(this.name, { connection: this.redis });
+    } else {
+      this.kind = 'postgres';
+      const { Queue: PgQueue } = withBackend(createPostgresBackend);
+      this.queue = new PgQueue(this.name, { connection: this.pgConnection(4) }) as unknown as Queue;
+    }
+    this.queue.on('error', (err) => this.options.onError?.(err));
+  }
+
+  /** BullMQ's own schema (`bullmq`) is created or upgraded on connect, under BullMQ's migration lock. */
+  private pgConnection(max: number): { connectionString: string; max: number; migrate: boolean } {
+    const { connection } = this.options;
+    if (!('postgres' in connection)) throw new Error('not a postgres queue');
+    return { connectionString: connection.postgres, max, migrate: true };
+  }
+
+  async enqueue(jobs: readonly StepJob[], options: EnqueueOptions = {}): Promise<void> {
+    if (jobs.length === 0) return;
+    await this.queue.addBulk(
+      jobs.map((job) => ({
+        name: JOB_NAME,
+        data: job,
+        opts: {
+          jobId: jobId(job),
+          attempts: 1,
+          removeOnComplete: true,
+          removeOnFail: true,
+          ...(options.delayMs && options.delayMs > 0 ? { delay: Math.round(options.delayMs) } : {}),
+        },
+      })),
+    );
+  }
+
+  async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
+    const lockDuration = this.options.leaseMs + 1_000;
+    const workerOptions = {
+      concurrency: Math.max(1, options.concurrency),
+      lockDuration,
+      stalledInterval: Math.max(500, Math.floor(this.options.leaseMs / 2)),
+      // A stalled job is only a wake-up: re-deliver it however often its workers die; never fail it.
+      maxStalledCount: 1_000_000,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    };
+    const processor = (job: Job) => this.deliver(handler, job);
+    let worker: Worker;
+    if (this.kind === 'redis') {
+      const connection = new Redis((this.options.connection as { redis: string }).redis, {
+        maxRetriesPerRequest: null,
+      });
+      connection.on('error', (err) => this.options.onError?.(err));
+      worker = new Worker(this.name, processor, { ...workerOptions, connection });
+      worker.on('closed', () => connection.disconnect());
+    } else {
+      const { Worker: PgWorker } = withBackend(createPostgresBackend);
+      worker = new PgWorker(this.name, processor, {
+        ...workerOptions,
+        connection: this.pgConnection(Math.min(20, options.concurrency + 2)),
+      }) as unknown as Worker;
+    }
+    worker.on('error', (err) => this.options.onError?.(err));
+    this.workers.add(worker);
+    return async ({ abrupt = false } = {}) => {
+      this.workers.delete(worker);
+      await worker.close(abrupt);
+    };
+  }
+
+  /** Runs one delivery; a failing handler is re-delivered later under a new job id (BullMQ retries are off). */
+  private async deliver(handler: StepHandler, job: Job): Promise<void> {
+    const parsed = stepJobSchema.safeParse(job.data);
+    if (!parsed.success) {
+      this.options.onError?.(
+        new AgentloomError('VALIDATION', `dropped a malformed step job ${job.id}: ${parsed.error.message}`),
+      );
+      return;
+    }
+    const step = parsed.data;
+    try {
+      await handler(step);
+    } catch (err) {
+      this.options.onError?.(err, step);
+      const redelivery = (step.redelivery ?? 0) + 1;
+      if (redelivery > (this.options.maxDeliveries ?? 8)) return; // the reconciler takes it from here
+      const delayMs = Math.min(10_000, (this.options.retryDelayMs ?? 250) * 2 ** (redelivery - 1));
+      await this.enqueue([{ ...step, redelivery }], { delayMs }).catch((enqueueErr: unknown) =>
+        this.options.onError?.(enqueueErr, step),
+      );
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (this.redis) {
+      await this.redis.ping();
+      return;
+    }
+    await this.queue.getJobCounts('waiting');
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.workers].map((w) => w.close(true)));
+    this.workers.clear();
+    await this.queue.close().catch(() => undefined);
+    this.redis?.disconnect();
+  }
+}
