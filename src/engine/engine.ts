@@ -183,6 +183,7 @@ export class Engine {
     });
     this.stopWorker = await this.queue.process((job) => this.scheduler.handle(job), {
       concurrency: options.concurrency ?? 64,
+      definitions: [...this.apps.values()].map((app) => app.definitionHash),
     });
     const interval = this.options.reconcileIntervalMs ?? Math.min(5_000, Math.floor(this.leaseMs / 2));
     if (interval > 0) {
@@ -261,10 +262,10 @@ export class Engine {
   }
 
   /** Enqueues wake-ups after a commit; a failure is logged (the reconciler re-wakes), never thrown. */
-  private async wake(jobs: NodeJobRef[]): Promise<void> {
+  private async wake(jobs: NodeJobRef[], definition: string): Promise<void> {
     if (jobs.length === 0) return;
     try {
-      await this.queue.enqueue(jobs);
+      await this.queue.enqueue(jobs.map((job) => ({ ...job, definition })));
     } catch (err) {
       this.logger.warn({ err, jobs: jobs.length }, 'enqueue failed; the reconciler will wake these nodes');
     }
@@ -344,7 +345,7 @@ export class Engine {
       });
       return { row, jobs: job ? [job] : [] };
     });
-    await this.wake(result.jobs);
+    await this.wake(result.jobs, result.row.definitionHash);
     return { invocationId: result.row.id, sessionId: result.row.sessionId, status: result.row.status };
   }
 
@@ -427,13 +428,14 @@ export class Engine {
       });
     }
     for (const response of input.functionResponses) {
-      const { jobs } = await this.store.transaction(async (tx) => {
+      const { jobs, definition } = await this.store.transaction(async (tx) => {
         const answered = await answerTx(tx, response, { invocationId: input.invocationId, by: input.by });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
-        this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
-        return answered;
+        const inv = await getInvocation(tx, answered.invocationId);
+        this.assertSameDefinition(inv);
+        return { jobs: answered.jobs, definition: inv?.definitionHash ?? '' };
       });
-      await this.wake(jobs);
+      await this.wake(jobs, definition);
     }
   }
 
@@ -478,9 +480,10 @@ export class Engine {
 
   /** Runs a failed or cancelled invocation again from its checkpoints. */
   async retry(invocationId: string, options: { maxLlmCalls?: number } = {}): Promise<InvocationView> {
-    this.assertSameDefinition(await this.requireInvocation(invocationId));
+    const inv = await this.requireInvocation(invocationId);
+    this.assertSameDefinition(inv);
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
-    await this.wake(jobs);
+    await this.wake(jobs, inv.definitionHash);
     return this.get(invocationId);
   }
 

@@ -122,10 +122,10 @@ export class Scheduler {
   }
 
   /** Enqueues wake-ups after a commit. A failure is logged, not thrown: the commit stands and the reconciler re-wakes. */
-  private async wake(jobs: NodeJobRef[]): Promise<void> {
+  private async wake(jobs: NodeJobRef[], inv: InvocationRow): Promise<void> {
     if (jobs.length === 0) return;
     try {
-      await this.deps.queue.enqueue(jobs);
+      await this.deps.queue.enqueue(jobs.map((job) => ({ ...job, definition: inv.definitionHash })));
     } catch (err) {
       this.deps.logger.warn(
         { err, jobs: jobs.length },
@@ -148,7 +148,7 @@ export class Scheduler {
       if (!row || SETTLED.has(row.status as NodeStatus)) return [];
       return this.advanceInTx(tx, inv, row, agent);
     });
-    await this.wake(jobs);
+    await this.wake(jobs, inv);
   }
 
   /** Advances a workflow node whose row the transaction has locked. */
@@ -350,7 +350,7 @@ export class Scheduler {
       if (runtime.endRequested && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
         this.deps.onInvocationEnded(inv.id);
       }
-      await this.wake(jobs);
+      await this.wake(jobs, inv);
       log.debug({ status: outcome instanceof NodeSuspended ? 'waiting' : outcome.status }, 'step committed');
     } finally {
       clearInterval(renew);
@@ -361,7 +361,7 @@ export class Scheduler {
   /** Gives up a step stopped by shutdown: its lease ends now and a new wake-up lets any worker take it at once. */
   private async release(inv: InvocationRow, claimed: NodeRow, log: Logger): Promise<void> {
     const job = await releaseLease(this.deps.store.db, inv.id, claimed.path, claimed.attempt);
-    if (job) await this.wake([job]);
+    if (job) await this.wake([job], inv);
     log.info('step released at shutdown');
   }
 

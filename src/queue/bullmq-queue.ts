@@ -44,13 +44,12 @@ const JOB_NAME = 'step';
 /** A StepQueue over BullMQ. */
 export class BullmqQueue implements StepQueue {
   readonly kind: 'redis' | 'postgres';
-  private readonly queue: Queue;
+  /** Producers by queue name: one BullMQ queue per definition hash (see {@link StepJob.definition}). */
+  private readonly queues = new Map<string, Queue>();
   private readonly redis: Redis | undefined;
   private readonly workers = new Set<Worker>();
-  private readonly name: string;
 
   constructor(private readonly options: BullmqQueueOptions) {
-    this.name = `${options.prefix ?? 'agentloom'}-steps`;
     if ('redis' in options.connection) {
       this.kind = 'redis';
       // Producers fail fast while Redis is away (the commit that made a node runnable already happened, and the
@@ -58,16 +57,36 @@ export class BullmqQueue implements StepQueue {
       this.redis = new Redis(options.connection.redis, {
         maxRetriesPerRequest: 1,
         enableOfflineQueue: false,
-        lazyConnect: false,
       });
       this.redis.on('error', (err) => this.options.onError?.(err));
-      this.queue = new Queue(this.name, { connection: this.redis });
     } else {
       this.kind = 'postgres';
-      const { Queue: PgQueue } = withBackend(createPostgresBackend);
-      this.queue = new PgQueue(this.name, { connection: this.pgConnection(4) }) as unknown as Queue;
     }
-    this.queue.on('error', (err) => this.options.onError?.(err));
+  }
+
+  /**
+   * The BullMQ queue of a definition. Routing by definition is what makes rolling deploys work: a worker consumes
+   * only the queues of the definitions it serves, so a run is never offered to a worker that cannot run it.
+   */
+  private queueName(definition: string | undefined): string {
+    const base = `${this.options.prefix ?? 'agentloom'}-steps`;
+    return definition ? `${base}-${definition}` : base;
+  }
+
+  private producer(definition: string | undefined): Queue {
+    const name = this.queueName(definition);
+    let queue = this.queues.get(name);
+    if (!queue) {
+      if (this.redis) {
+        queue = new Queue(name, { connection: this.redis });
+      } else {
+        const { Queue: PgQueue } = withBackend(createPostgresBackend);
+        queue = new PgQueue(name, { connection: this.pgConnection(4) }) as unknown as Queue;
+      }
+      queue.on('error', (err) => this.options.onError?.(err));
+      this.queues.set(name, queue);
+    }
+    return queue;
   }
 
   /** BullMQ's own schema (`bullmq`) is created or upgraded on connect, under BullMQ's migration lock. */
@@ -78,8 +97,19 @@ export class BullmqQueue implements StepQueue {
   }
 
   async enqueue(jobs: readonly StepJob[], options: EnqueueOptions = {}): Promise<void> {
-    if (jobs.length === 0) return;
-    await this.queue.addBulk(
+    const byDefinition = new Map<string | undefined, StepJob[]>();
+    for (const job of jobs) {
+      const list = byDefinition.get(job.definition);
+      if (list) list.push(job);
+      else byDefinition.set(job.definition, [job]);
+    }
+    await Promise.all(
+      [...byDefinition].map(([definition, group]) => this.add(this.producer(definition), group, options)),
+    );
+  }
+
+  private async add(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
+    await queue.addBulk(
       jobs.map((job) => ({
         name: JOB_NAME,
         data: job,
@@ -94,11 +124,26 @@ export class BullmqQueue implements StepQueue {
     );
   }
 
+  /**
+   * Consumes the queues of `options.definitions` (and the untagged queue), each with `options.concurrency`
+   * steps at once, so a fan-out of one run never waits in waves behind another definition's work.
+   */
   async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
-    const lockDuration = this.options.leaseMs + 1_000;
+    const names = [undefined, ...(options.definitions ?? [])].map((d) => this.queueName(d));
+    const workers = names.map((name) => this.startWorker(name, handler, options.concurrency));
+    for (const worker of workers) this.workers.add(worker);
+    return async ({ abrupt = false } = {}) => {
+      for (const worker of workers) this.workers.delete(worker);
+      await Promise.all(workers.map((worker) => worker.close(abrupt)));
+    };
+  }
+
+  private startWorker(name: string, handler: StepHandler, concurrency: number): Worker {
     const workerOptions = {
-      concurrency: Math.max(1, options.concurrency),
-      lockDuration,
+      concurrency: Math.max(1, concurrency),
+      // Longer than the lease: when a worker dies, BullMQ re-delivers its job after the node's lease has lapsed,
+      // so the new delivery can claim the node.
+      lockDuration: this.options.leaseMs + 1_000,
       stalledInterval: Math.max(500, Math.floor(this.options.leaseMs / 2)),
       // A stalled job is only a wake-up: re-deliver it however often its workers die; never fail it.
       maxStalledCount: 1_000_000,
@@ -112,21 +157,17 @@ export class BullmqQueue implements StepQueue {
         maxRetriesPerRequest: null,
       });
       connection.on('error', (err) => this.options.onError?.(err));
-      worker = new Worker(this.name, processor, { ...workerOptions, connection });
+      worker = new Worker(name, processor, { ...workerOptions, connection });
       worker.on('closed', () => connection.disconnect());
     } else {
       const { Worker: PgWorker } = withBackend(createPostgresBackend);
-      worker = new PgWorker(this.name, processor, {
+      worker = new PgWorker(name, processor, {
         ...workerOptions,
-        connection: this.pgConnection(Math.min(20, options.concurrency + 2)),
+        connection: this.pgConnection(Math.min(20, concurrency + 2)),
       }) as unknown as Worker;
     }
     worker.on('error', (err) => this.options.onError?.(err));
-    this.workers.add(worker);
-    return async ({ abrupt = false } = {}) => {
-      this.workers.delete(worker);
-      await worker.close(abrupt);
-    };
+    return worker;
   }
 
   /** Runs one delivery; a failing handler is re-delivered later under a new job id (BullMQ retries are off). */
@@ -157,13 +198,14 @@ export class BullmqQueue implements StepQueue {
       await this.redis.ping();
       return;
     }
-    await this.queue.getJobCounts('waiting');
+    await this.producer(undefined).getJobCounts('waiting');
   }
 
   async close(): Promise<void> {
     await Promise.allSettled([...this.workers].map((w) => w.close(true)));
     this.workers.clear();
-    await this.queue.close().catch(() => undefined);
+    await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
+    this.queues.clear();
     this.redis?.disconnect();
   }
 }

@@ -12,6 +12,11 @@ export interface StepJob {
   path: string;
   wake: number;
   redelivery?: number;
+  /**
+   * The definition hash the invocation was started with. A shared queue routes the job to workers that serve
+   * that definition (during a rolling deploy, old and new workers each take only their own runs).
+   */
+  definition?: string;
 }
 
 /** The schema of a job payload read back from a queue (data crossing a process boundary is validated). */
@@ -20,6 +25,7 @@ export const stepJobSchema = z.object({
   path: z.string().min(1),
   wake: z.number().int().nonnegative(),
   redelivery: z.number().int().positive().optional(),
+  definition: z.string().min(1).optional(),
 });
 
 /** The deterministic id of a job: enqueuing the same wake-up twice is harmless. */
@@ -34,6 +40,8 @@ export type StepHandler = (job: StepJob) => Promise<void>;
 /** Options of {@link StepQueue.process}. */
 export interface ProcessOptions {
   concurrency: number;
+  /** The definition hashes this worker serves (a shared queue delivers only their jobs). Default: all. */
+  definitions?: readonly string[];
 }
 
 /** Options of {@link StepQueue.enqueue}. */

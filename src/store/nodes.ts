@@ -186,7 +186,7 @@ const RECONCILE_LOCK_KEY = 7_362_541_002;
 export async function reconcileNodes(
   db: Db,
   options: ReconcileOptions,
-): Promise<{ locked: boolean; jobs: NodeJobRef[] }> {
+): Promise<{ locked: boolean; jobs: (NodeJobRef & { definition: string })[] }> {
   const stale = `${Math.max(0, Math.round(options.staleMs))} milliseconds`;
   return db.transaction(async (tx) => {
     const [lock] = await queryRows<{ locked: boolean }>(
@@ -194,9 +194,10 @@ export async function reconcileNodes(
       sql`select pg_try_advisory_xact_lock(${RECONCILE_LOCK_KEY}) as locked`,
     );
     if (!lock?.locked) return { locked: false, jobs: [] };
-    const rows = await queryRows<{ invocation_id: string; path: string; wake: number }>(
+    const rows = await queryRows<{ invocation_id: string; path: string; wake: number; definition: string }>(
       tx,
       sql`update nodes set wake = nodes.wake + 1, updated_at = now()
+          from invocations inv
           where (nodes.invocation_id, nodes.path) in (
             select n.invocation_id, n.path from nodes n
             join invocations i on i.id = n.invocation_id
@@ -207,11 +208,17 @@ export async function reconcileNodes(
                     and (n.lease_expires_at is null or n.lease_expires_at < now())))
             limit ${options.limit ?? 500}
             for update of n skip locked)
-          returning nodes.invocation_id, nodes.path, nodes.wake`,
+            and inv.id = nodes.invocation_id
+          returning nodes.invocation_id, nodes.path, nodes.wake, inv.definition_hash as definition`,
     );
     return {
       locked: true,
-      jobs: rows.map((r) => ({ invocationId: r.invocation_id, path: r.path, wake: Number(r.wake) })),
+      jobs: rows.map((r) => ({
+        invocationId: r.invocation_id,
+        path: r.path,
+        wake: Number(r.wake),
+        definition: r.definition,
+      })),
     };
   });
 }
