@@ -3,6 +3,7 @@
  * (see llm-flow.ts) that resumes step by step from its stored events.
  */
 import type { z } from 'zod';
+import { isTimeoutMs } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
@@ -37,6 +38,11 @@ export interface LlmAgentOptions extends BaseAgentOptions, LlmAgentCallbacks {
   generateContentConfig?: Record<string, unknown>;
   /** Stream the model's answer: partial events reach live listeners (`engine.events(id, { partial: true })`). */
   stream?: boolean;
+  /**
+   * Longest one model call may take (ms); past it the call is aborted and the step fails with TIMEOUT (unless
+   * `onModelErrorCallback` answers instead). Default: none (the step's `maxStepMs` bounds it).
+   */
+  modelTimeoutMs?: number;
   disallowTransferToParent?: boolean;
   disallowTransferToPeers?: boolean;
   disableTransfer?: boolean;
@@ -57,6 +63,13 @@ export class LlmAgent extends BaseAgent {
         {
           details: { field: 'maxIterations' },
         },
+      );
+    }
+    if (!isTimeoutMs(options.modelTimeoutMs)) {
+      throw new AgentloomError(
+        'VALIDATION',
+        `LlmAgent "${this.name}": modelTimeoutMs must be a positive number of milliseconds, e.g. 120000`,
+        { details: { field: 'modelTimeoutMs' } },
       );
     }
     if (options.includeContents !== undefined && !['default', 'none'].includes(options.includeContents)) {

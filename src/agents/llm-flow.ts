@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { functionCallsOf, textOf, type Content, type FunctionCall } from '../core/content.js';
+import { withDeadline } from '../core/deadline.js';
 import { AgentloomError, toStoredError } from '../core/errors.js';
 import type { Event, EventActions } from '../core/event.js';
 import { newId } from '../core/ids.js';
@@ -130,9 +131,21 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   if (!response) {
     try {
       const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
-      response = await rt
-        .resolveModel(agent.options.model)
-        .generate(request, onPartial ? { onPartial } : undefined);
+      const model = rt.resolveModel(agent.options.model);
+      const timeoutMs = agent.options.modelTimeoutMs;
+      response = await withDeadline(
+        (signal) => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined),
+        {
+          parent: rt.signal,
+          timeoutMs,
+          error: () =>
+            new AgentloomError(
+              'TIMEOUT',
+              `model call of ${agent.name} did not answer within modelTimeoutMs (${timeoutMs} ms); raise modelTimeoutMs if the model needs longer`,
+              { details: { agent: agent.name, modelTimeoutMs: timeoutMs } },
+            ),
+        },
+      );
     } catch (err) {
       // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
       // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.

@@ -3,3 +3,4 @@ export * from './errors.js';
 export * from './event.js';
 export * from './ids.js';
 export * from './bus.js';
+export * from './deadline.js';

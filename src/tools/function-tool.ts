@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isTimeoutMs, withDeadline } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
 import type { ToolDeclaration } from '../models/model.js';
@@ -18,6 +19,11 @@ export interface FunctionToolOptions<S extends z.ZodType<Record<string, unknown>
   isLongRunning?: boolean;
   /** 'unsafe': a call interrupted by a crash is not re-run but surfaced as an in-doubt request. Default 'idempotent'. */
   sideEffects?: SideEffects;
+  /**
+   * Longest one call may take (ms). Past it the call's `signal` aborts and the model receives
+   * `{ error: "tool … did not finish within timeoutMs …" }`. Default: none (the step's `maxStepMs` bounds it).
+   */
+  timeoutMs?: number;
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
@@ -31,6 +37,8 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
   private readonly parameters: S | undefined;
   private readonly execute: FunctionToolOptions<S>['execute'];
   private readonly confirm: FunctionToolOptions<S>['requireConfirmation'];
+  /** Deadline of one call (ms), if any. */
+  readonly timeoutMs: number | undefined;
 
   constructor(options: FunctionToolOptions<S>) {
     if (typeof options?.name !== 'string' || !NAME.test(options.name)) {
@@ -54,6 +62,14 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
     this.confirm = options.requireConfirmation;
     this.isLongRunning = options.isLongRunning ?? false;
     this.sideEffects = options.sideEffects ?? 'idempotent';
+    if (!isTimeoutMs(options.timeoutMs)) {
+      throw new AgentloomError(
+        'VALIDATION',
+        `tool "${options.name}": timeoutMs must be a positive number of milliseconds, e.g. 30000`,
+        { details: { field: 'timeoutMs' } },
+      );
+    }
+    this.timeoutMs = options.timeoutMs;
   }
 
   declaration(): ToolDeclaration {
@@ -92,6 +108,22 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
   }
 
   async run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
-    return this.execute(this.parse(args), ctx);
+    const parsed = this.parse(args);
+    if (this.timeoutMs === undefined) return this.execute(parsed, ctx);
+    return withDeadline(
+      // The same context with a signal that also aborts at the deadline.
+      async (signal) =>
+        this.execute(parsed, Object.create(ctx, { signal: { value: signal } }) as ToolContext),
+      {
+        parent: ctx.signal,
+        timeoutMs: this.timeoutMs,
+        error: () =>
+          new AgentloomError(
+            'TIMEOUT',
+            `tool "${this.name}" did not finish within timeoutMs (${this.timeoutMs} ms); raise timeoutMs on the tool if it needs longer`,
+            { details: { tool: this.name, timeoutMs: this.timeoutMs } },
+          ),
+      },
+    );
   }
 }
