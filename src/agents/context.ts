@@ -70,6 +70,12 @@ export interface NodeRuntime {
   state(): Record<string, unknown>;
   /** Appends an event of this node (fenced); resolves with the stored event. */
   emit(event: NewEvent): Promise<Event>;
+  /**
+   * Called before a model call or a tool call starts: resolves when this attempt's lease is surely still held
+   * (renewing it first if this process's clock says it may have lapsed — after a freeze or a long pause); throws
+   * FENCED when another worker took the node over, so a zombie never spends or acts.
+   */
+  checkLease(): Promise<void>;
   /** Counts one model call against the invocation's budget; throws LLM_CALL_BUDGET_EXCEEDED when spent. */
   reserveLlmCall(): Promise<void>;
   /** Resolves a model reference (an instance or a registered name). */

@@ -122,6 +122,7 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const { agent, rt } = flow;
   // Cancellation and budget are checked before every model call (SEMANTICS §3).
   if (rt.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
+  await rt.checkLease();
   await rt.reserveLlmCall();
   const request = await buildRequest(flow, callIndex);
   const delta: Record<string, unknown> = {};

@@ -258,6 +258,7 @@ async function runTool(
   }
   let response: Record<string, unknown>;
   try {
+    await scope.rt.checkLease();
     response = toResponseObject(await tool.run(args, ctx));
   } catch (err) {
     if (err instanceof ChildPaused) return { kind: 'child_paused' };

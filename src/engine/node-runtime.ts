@@ -31,6 +31,43 @@ export interface NodeRuntimeDeps {
   partials: (event: Event) => void;
 }
 
+/**
+ * The lease of one claimed attempt as this process sees it: when it was last renewed (by this process's clock),
+ * and how to renew it (a fenced write that fails once another attempt claimed the node).
+ */
+export class LeaseGuard {
+  private renewedAt = Date.now();
+
+  constructor(
+    private readonly renewFn: () => Promise<boolean>,
+    private readonly leaseMs: number,
+    private readonly onLost: () => void,
+  ) {}
+
+  /** Renews the lease; false (and `onLost`) when the attempt was superseded. */
+  async renew(): Promise<boolean> {
+    const started = Date.now();
+    const ours = await this.renewFn();
+    if (ours) this.renewedAt = Math.max(this.renewedAt, started);
+    else this.onLost();
+    return ours;
+  }
+
+  /**
+   * Resolves while the lease is surely held. Healthy steps renew every third of the lease, so this costs nothing;
+   * past half the lease since the last renewal (the process was frozen, or its timers starved) it renews first.
+   */
+  async ensure(path: string, attempt: number): Promise<void> {
+    if (Date.now() - this.renewedAt < this.leaseMs / 2) return;
+    if (!(await this.renew())) {
+      throw new AgentloomError(
+        'FENCED',
+        `node ${path} attempt ${attempt} lost its lease while this process was not running; another worker took over`,
+      );
+    }
+  }
+}
+
 /** The invocation a node belongs to (the fields a step needs). */
 export interface InvocationInfo {
   id: string;
@@ -61,6 +98,7 @@ export class EngineNodeRuntime implements NodeRuntime {
     journal: Event[],
     state: Record<string, unknown>,
     readonly signal: AbortSignal,
+    private readonly lease?: LeaseGuard,
   ) {
     this.invocationId = invocation.id;
     this.app = invocation.app;
@@ -119,6 +157,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     this.appended.push(stored);
     this.history?.push(stored);
     return stored;
+  }
+
+  async checkLease(): Promise<void> {
+    if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the step was stopped');
+    await this.lease?.ensure(this.nodePath, this.node.attempt);
   }
 
   async reserveLlmCall(): Promise<void> {

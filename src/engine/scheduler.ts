@@ -46,7 +46,7 @@ import {
 import { readInvocationState } from '../store/sessions.js';
 import type { Store } from '../store/store.js';
 import { anyAnswered, cancelToolRequestsTx, insertToolRequestsTx } from '../store/tool-requests.js';
-import { EngineNodeRuntime, type NodeRuntimeDeps } from './node-runtime.js';
+import { EngineNodeRuntime, LeaseGuard, type NodeRuntimeDeps } from './node-runtime.js';
 import type { RegisteredApp } from './registry.js';
 
 /** Dependencies of the scheduler. */
@@ -301,13 +301,14 @@ export class Scheduler {
     const { store, leaseMs } = this.deps;
     const log = this.log(inv, claimed.path, claimed.attempt);
     log.debug('step claimed');
+    const lease = new LeaseGuard(
+      () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
+      leaseMs,
+      () => controller.abort(new AgentloomError('FENCED', 'lease lost: another worker took the node over')),
+    );
     const renew = setInterval(
       () => {
-        renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs)
-          .then((ours) => {
-            if (!ours) controller.abort(new AgentloomError('FENCED', 'lease lost'));
-          })
-          .catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
+        lease.renew().catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
       },
       Math.max(50, Math.floor(leaseMs / 3)),
     );
@@ -329,7 +330,15 @@ export class Scheduler {
           : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
         readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
-      const runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal);
+      const runtime = new EngineNodeRuntime(
+        this.deps,
+        inv,
+        claimed,
+        journal,
+        state,
+        controller.signal,
+        lease,
+      );
       let outcome: LeafOutcome | NodeSuspended;
       try {
         // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
