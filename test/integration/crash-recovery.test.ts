@@ -57,14 +57,19 @@ describe.each(backends)('crash recovery on $name', (backend) => {
       const engine = await engineOn(backend, {
         apps: [{ name: 'app', agent: new SequentialAgent({ name: 'seq', subAgents: [worker, next] }) }],
         faults: fault.hook,
-        leaseMs: 400,
-        reconcileIntervalMs: 200,
+        // A lease that never lapses by accident and no periodic reconciler: a healthy step is never taken over
+        // (which would make an extra model call on a busy machine). Recovery is the crash path itself: the step
+        // rejects, the queue redelivers it, and this engine re-claims the node it no longer runs.
+        leaseMs: 30_000,
+        reconcileIntervalMs: 0,
       });
       try {
         const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
         const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
         expect(fault.crashed).toBe(1);
         expect(result.status).toBe('completed');
+        // Exactly one re-run: the crashed attempt and the one that resumed from its journal.
+        expect((await engine.nodes(invocationId)).find((n) => n.path === 'seq/worker')?.attempt).toBe(2);
         expect(result.output).toBe('next done');
         // One call for the tool round and one for the final answer: the stored response was not asked again.
         expect(worker.model.calls).toBe(2);

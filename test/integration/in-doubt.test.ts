@@ -27,8 +27,10 @@ describe.each(backends)('in-doubt tool calls on $name', (backend) => {
       let crashed = false;
       const engine = await engineOn(backend, {
         apps: [{ name: 'shop', agent }],
-        leaseMs: 400,
-        reconcileIntervalMs: 200,
+        // A lease that never lapses by accident and no periodic reconciler: the only re-run is the one the crash
+        // causes (the queue redelivers the rejected step and this engine re-claims the node).
+        leaseMs: 30_000,
+        reconcileIntervalMs: 0,
         // The process dies after the charge went out but before its response was stored.
         faults: async (point) => {
           if (point === 'after-tool-start' && !crashed) {

@@ -1,6 +1,7 @@
 /**
  * The store suite, run against real PostgreSQL and against PGlite: sessions, events, state scopes, seq
- * allocation under concurrency, atomic list appends, LISTEN/NOTIFY followers, and bad input.
+ * allocation under concurrency, atomic list appends, LISTEN/NOTIFY followers, and bad input. Concurrency means
+ * different things on the two (see `concurrency` below), and the tests' names say which.
  */
 import { eq, sql } from 'drizzle-orm';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,13 +9,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
+import { queryRows } from '../../src/store/database.js';
 import { schema, Store } from '../../src/store/index.js';
 import { createTestDatabase } from '../support/services.js';
 
 interface Backend {
   name: string;
-  /** Opens the backend's store; `second` opens another handle on the same data where the driver allows. */
+  /** Opens the backend's store; `other` is another handle on the same data where the driver allows. */
   open(): Promise<{ store: Store; other: Store }>;
+  /** How concurrent appends meet on this backend, for the names of the concurrency tests. */
+  concurrency: string;
+  /** How many server connections the store and `other` hold now (PostgreSQL only). */
+  connections?(store: Store): Promise<number>;
 }
 
 const pgliteDirs: string[] = [];
@@ -31,6 +37,16 @@ const backends: Backend[] = [
       const other = await Store.open(url, { poolSize: 5 });
       return { store, other };
     },
+    // Two stores with their own pools: appends run at once in separate transactions, and only the database's
+    // row locks keep them apart. This is the setting that threatens seq allocation and list appends.
+    concurrency: 'from separate pool connections',
+    async connections(store) {
+      const [row] = await queryRows<{ n: number }>(
+        store.db,
+        sql`select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`,
+      );
+      return row?.n ?? 0;
+    },
   },
   {
     name: 'pglite',
@@ -41,6 +57,10 @@ const backends: Backend[] = [
       const store = await Store.open({ pglite: dir });
       return { store, other: store };
     },
+    // One connection: PGlite runs a transaction exclusively, but statements of concurrently running async tasks
+    // interleave between them. What can fail here is an append whose read-then-write is not one statement or one
+    // transaction (another task's write lands between the read and the write).
+    concurrency: 'from async tasks interleaved on its one connection',
   },
 ];
 
@@ -141,7 +161,7 @@ describe.each(backends)('store on $name', (backend) => {
     expect(await store.readState(session.id)).toEqual({ kept: true });
   });
 
-  it('gives 50 concurrent appends seq 1..50 without gaps', async () => {
+  it(`gives 50 concurrent appends ${backend.concurrency} seq 1..50 without gaps`, async () => {
     const session = await store.createSession({ app: 'seq', userId: 'ann' });
     const stored = await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
@@ -158,17 +178,25 @@ describe.each(backends)('store on $name', (backend) => {
     expect(listed.map((e) => e.seq)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
     expect(new Set(listed.map((e) => e.content?.parts[0]?.text)).size).toBe(50);
     expect((await store.getSession(session.id))?.lastSeq).toBe(50);
+    // A pool opens another connection only while all of its others are busy: more than one per store means the
+    // appends really ran at the same time (and the test could have caught a race).
+    if (backend.connections) expect(await backend.connections(store)).toBeGreaterThan(2);
   });
 
-  it('loses no element of 20 concurrent appendToState calls on one key, in every scope', async () => {
+  it(`loses no element of 20 concurrent appendToState calls ${backend.concurrency} on one key, in every scope`, async () => {
     const session = await store.createSession({ app: 'append', userId: 'ann' });
+    const sibling = await store.createSession({ app: 'append', userId: 'ann' });
     await insertInvocation(store, session.id, 'inv-append');
     for (const key of ['findings', 'user:findings', 'app:findings', 'temp:findings']) {
+      // app: and user: state is shared across sessions, so half of its appends come from a sibling session: the
+      // row lock of one session would serialize them all and hide a missing lock on the shared state row.
+      const shared = key.startsWith('app:') || key.startsWith('user:');
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
           (i % 2 === 0 ? store : other).appendEvent({
-            sessionId: session.id,
-            invocationId: 'inv-append',
+            ...(shared && i % 4 >= 2
+              ? { sessionId: sibling.id }
+              : { sessionId: session.id, invocationId: 'inv-append' }),
             event: { author: `branch${i}`, actions: { appendToState: [{ key, value: { i } }] } },
           }),
         ),

@@ -94,8 +94,12 @@ function stopper(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000):
     });
 }
 
-/** Starts a throwaway PostgreSQL (trust auth, fsync off: test data only) under `dir`. */
-export async function startLocalPostgres(dir: string): Promise<LocalServer> {
+/**
+ * Starts a throwaway PostgreSQL (trust auth, fsync off: test data only) under `dir`, on a free port or on
+ * `options.port`. A data directory already initialised under `dir` is reused, so a stopped server can be started
+ * again with its data on the same port (a database restart as its clients see it).
+ */
+export async function startLocalPostgres(dir: string, options: { port?: number } = {}): Promise<LocalServer> {
   const bin = findPostgresBinDir();
   mkdirSync(dir, { recursive: true });
   ownByPostgres(dir);
@@ -105,7 +109,7 @@ export async function startLocalPostgres(dir: string): Promise<LocalServer> {
     const result = spawnSync(join(bin, 'initdb'), initArgs, { encoding: 'utf8', cwd: dir, ...postgresIds() });
     if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.stdout}`);
   }
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const settings = {
     listen_addresses: '127.0.0.1',
     port: String(port),
@@ -144,13 +148,16 @@ export async function startLocalPostgres(dir: string): Promise<LocalServer> {
   return { url, pid: child.pid ?? 0, stop: stopper(child, 'SIGINT') };
 }
 
-/** Starts a throwaway redis-server (no persistence) under `dir`. */
-export async function startLocalRedis(dir: string): Promise<LocalServer> {
+/**
+ * Starts a throwaway redis-server (no persistence) under `dir`, on a free port or on `options.port` (to restart a
+ * killed server where its clients expect it).
+ */
+export async function startLocalRedis(dir: string, options: { port?: number } = {}): Promise<LocalServer> {
   const binary = spawnSync('sh', ['-c', 'command -v redis-server'], { encoding: 'utf8' }).stdout.trim();
   if (!binary)
     throw new Error('redis-server not found: install it (apt-get install redis-server) or set REDIS_URL');
   mkdirSync(dir, { recursive: true });
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const conf = join(dir, 'redis.conf');
   writeFileSync(
     conf,
