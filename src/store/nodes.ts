@@ -223,26 +223,6 @@ export async function reconcileNodes(
   });
 }
 
-/** Nodes that should be running but may have lost their job: pending or waiting nodes and expired leases. */
-export async function runnableNodes(
-  db: Db,
-  options: { expiredOnly?: boolean; invocationId?: string; olderThanMs?: number } = {},
-): Promise<NodeRow[]> {
-  const age = options.olderThanMs ?? 0;
-  const stale = sql`${nodes.updatedAt} < now() - ${`${age} milliseconds`}::interval`;
-  const leaseGone = or(sql`${nodes.leaseExpiresAt} is null`, lt(nodes.leaseExpiresAt, sql`now()`));
-  const condition = options.expiredOnly
-    ? and(eq(nodes.status, 'running'), leaseGone)
-    : or(
-        and(inArray(nodes.status, ['pending', 'waiting']), stale),
-        and(eq(nodes.status, 'running'), leaseGone, stale),
-      );
-  return db
-    .select()
-    .from(nodes)
-    .where(options.invocationId ? and(eq(nodes.invocationId, options.invocationId), condition) : condition);
-}
-
 /** Marks every running lease as expired (an embedded engine starting on its own PGlite directory). */
 export async function expireAllLeases(db: Db): Promise<void> {
   await db
