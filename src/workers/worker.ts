@@ -8,6 +8,9 @@ import type { WorkerConfig } from '../config/worker-config.js';
 import { createEngine } from '../engine/create-engine.js';
 import type { Engine } from '../engine/engine.js';
 
+/** How long after the grace period a stuck shutdown is cut short. */
+const FORCE_EXIT_AFTER_GRACE_MS = 15_000;
+
 /** A started worker process. */
 export interface RunningWorker {
   engine: Engine;
@@ -42,6 +45,12 @@ export async function runWorker(config: WorkerConfig, logger?: Logger): Promise<
     })());
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
+      // A drain that cannot finish (a queue server that does not answer) must not keep the process alive: the
+      // released steps are already safe in Postgres, and unreleased ones are taken over when their lease lapses.
+      setTimeout(() => {
+        log.warn({ afterMs: config.graceMs + FORCE_EXIT_AFTER_GRACE_MS }, 'worker stop timed out; exiting');
+        process.exit(0);
+      }, config.graceMs + FORCE_EXIT_AFTER_GRACE_MS).unref();
       shutdown()
         .then(() => process.exit(0))
         .catch((err: unknown) => {
