@@ -354,13 +354,15 @@ export class Scheduler {
         else if (isInfrastructure(err)) throw err;
         else outcome = { status: 'failed', error: toStoredError(err) };
       }
+      const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
       const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested);
+      if (!jobs) return log.info({ status }, 'step commit refused: superseded');
       // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
       if (runtime.endRequested && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
         this.deps.onInvocationEnded(inv.id);
       }
       await this.wake(jobs, inv);
-      log.debug({ status: outcome instanceof NodeSuspended ? 'waiting' : outcome.status }, 'step committed');
+      log.debug({ status }, 'step committed');
     } finally {
       clearInterval(renew);
       clearTimeout(deadline);
@@ -379,10 +381,11 @@ export class Scheduler {
     claimed: NodeRow,
     outcome: LeafOutcome | NodeSuspended,
     endInvocation: boolean,
-  ): Promise<NodeJobRef[]> {
+  ): Promise<NodeJobRef[] | undefined> {
     return this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, claimed.path, true);
-      if (!row || row.attempt !== claimed.attempt || row.status !== 'running') return [];
+      // Fenced: another attempt claimed the node (or it was cancelled) since this one started.
+      if (!row || row.attempt !== claimed.attempt || row.status !== 'running') return undefined;
       if (outcome instanceof NodeSuspended) return this.suspendTx(tx, inv, row, outcome);
       if (outcome.status === 'paused') {
         await insertToolRequestsTx(

@@ -164,7 +164,7 @@ describe('fencing across two engines on one PostgreSQL database', () => {
       aResume.open();
       await engineA.close();
       expect(logsA).toContainEqual(
-        expect.objectContaining({ msg: 'step committed', attempt: 1, status: 'failed' }),
+        expect.objectContaining({ msg: 'step commit refused: superseded', attempt: 1, status: 'failed' }),
       );
       // Refused: the node is still B's running attempt, the invocation still runs, no event was added.
       expect(await getNode(db, invocationId, 'solo')).toEqual(underB);

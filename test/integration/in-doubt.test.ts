@@ -46,6 +46,8 @@ describe.each(backends)('in-doubt tool calls on $name', (backend) => {
         expect(paused.status).toBe('paused');
         expect(paused.pending[0]).toMatchObject({ kind: 'in_doubt', name: 'charge_card' });
         expect(charges).toBe(1);
+        // One re-run, the crash's: no attempt was taken over by accident.
+        expect((await engine.nodes(invocationId))[0]?.attempt).toBe(2);
         await expect(
           engine.respond({
             invocationId,
