@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
@@ -19,8 +19,21 @@ export default defineConfig({
         test: {
           name: 'e2e',
           include: ['test/e2e/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, 'test/e2e/distributed/**'],
           globalSetup: ['test/support/global-setup.ts'],
           testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          // Real worker processes killed, stopped and cut off from their services: each file loads the machine
+          // on its own, so files run one at a time.
+          name: 'distributed',
+          include: ['test/e2e/distributed/**/*.test.ts'],
+          globalSetup: ['test/support/global-setup.ts'],
+          fileParallelism: false,
+          testTimeout: 240_000,
           hookTimeout: 120_000,
         },
       },

@@ -7,12 +7,13 @@ import { pino, type Logger } from 'pino';
 import { InProcessBus, type Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
-import { BullmqQueue } from '../queue/bullmq-queue.js';
+import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
 import { RedisBus } from '../queue/bus.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import { expireAllLeases } from '../store/nodes.js';
 import { NotifyBus } from '../store/notify-bus.js';
+import { createResilientPool } from '../store/pg-pool.js';
 import { Store } from '../store/store.js';
 import { loadAppsModule } from './apps-module.js';
 import { Engine, type EngineOptions, type QueueOption } from './engine.js';
@@ -82,7 +83,8 @@ function resolveQueue(
     }
     return {
       queue: new BullmqQueue({
-        connection: { postgres: chosen.postgres },
+        // A pool that survives a server restart (BullMQ's own would crash the process on one).
+        connection: { postgres: createResilientPool(chosen.postgres, 20, { searchPath: BULLMQ_PG_SCHEMA }) },
         prefix: chosen.prefix,
         leaseMs,
         onError,

@@ -4,7 +4,16 @@
  * jobs are removed at once, and its stalled-job recovery merely re-delivers a wake-up. A job BullMQ gives up on
  * cannot strand a node: the reconciler finds every node that must run from Postgres alone.
  */
-import { createPostgresBackend, Queue, Worker, withBackend, type Job } from 'bullmq';
+import {
+  createPostgresBackend,
+  DEFAULT_SCHEMA,
+  Queue,
+  runMigrations,
+  Worker,
+  withBackend,
+  type Job,
+  type PgPool,
+} from 'bullmq';
 import { Redis } from 'ioredis';
 import { AgentloomError } from '../core/errors.js';
 import {
@@ -18,8 +27,15 @@ import {
   type StopConsuming,
 } from './step-queue.js';
 
-/** Where the queue lives. */
-export type BullmqConnection = { redis: string } | { postgres: string };
+/** The schema BullMQ's PostgreSQL backend keeps its tables and functions in: a pool for it searches there. */
+export const BULLMQ_PG_SCHEMA: string = DEFAULT_SCHEMA;
+
+/**
+ * Where the queue lives: Redis, or PostgreSQL through a pool the queue then owns (closes). Pass a pool that
+ * survives a server restart (the store's `createResilientPool`, with `searchPath: BULLMQ_PG_SCHEMA`): BullMQ's own
+ * pools leave checked-out clients without an 'error' listener, and a restart would crash the process.
+ */
+export type BullmqConnection = { redis: string } | { postgres: PgPool };
 
 /** Options of {@link BullmqQueue}. */
 export interface BullmqQueueOptions {
@@ -47,6 +63,8 @@ export class BullmqQueue implements StepQueue {
   /** Producers by queue name: one BullMQ queue per definition hash (see {@link StepJob.definition}). */
   private readonly queues = new Map<string, Queue>();
   private readonly redis: Redis | undefined;
+  private readonly pool: PgPool | undefined;
+  private migrated: Promise<unknown> | undefined;
   private readonly workers = new Set<Worker>();
 
   constructor(private readonly options: BullmqQueueOptions) {
@@ -61,7 +79,13 @@ export class BullmqQueue implements StepQueue {
       this.redis.on('error', (err) => this.options.onError?.(err));
     } else {
       this.kind = 'postgres';
+      this.pool = options.connection.postgres;
     }
+  }
+
+  /** Creates or upgrades BullMQ's own schema (`bullmq`) once, under BullMQ's migration lock. */
+  private async ready(): Promise<void> {
+    if (this.pool) await (this.migrated ??= runMigrations(this.pool, BULLMQ_PG_SCHEMA));
   }
 
   /**
@@ -81,19 +105,12 @@ export class BullmqQueue implements StepQueue {
         queue = new Queue(name, { connection: this.redis });
       } else {
         const { Queue: PgQueue } = withBackend(createPostgresBackend);
-        queue = new PgQueue(name, { connection: this.pgConnection(4) }) as unknown as Queue;
+        queue = new PgQueue(name, { connection: this.pool as PgPool }) as unknown as Queue;
       }
       queue.on('error', (err) => this.options.onError?.(err));
       this.queues.set(name, queue);
     }
     return queue;
-  }
-
-  /** BullMQ's own schema (`bullmq`) is created or upgraded on connect, under BullMQ's migration lock. */
-  private pgConnection(max: number): { connectionString: string; max: number; migrate: boolean } {
-    const { connection } = this.options;
-    if (!('postgres' in connection)) throw new Error('not a postgres queue');
-    return { connectionString: connection.postgres, max, migrate: true };
   }
 
   async enqueue(jobs: readonly StepJob[], options: EnqueueOptions = {}): Promise<void> {
@@ -109,6 +126,7 @@ export class BullmqQueue implements StepQueue {
   }
 
   private async add(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
+    await this.ready();
     await queue.addBulk(
       jobs.map((job) => ({
         name: JOB_NAME,
@@ -129,6 +147,7 @@ export class BullmqQueue implements StepQueue {
    * steps at once, so a fan-out of one run never waits in waves behind another definition's work.
    */
   async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
+    await this.ready();
     const names = [undefined, ...(options.definitions ?? [])].map((d) => this.queueName(d));
     const workers = names.map((name) => this.startWorker(name, handler, options.concurrency));
     for (const worker of workers) this.workers.add(worker);
@@ -163,7 +182,7 @@ export class BullmqQueue implements StepQueue {
       const { Worker: PgWorker } = withBackend(createPostgresBackend);
       worker = new PgWorker(name, processor, {
         ...workerOptions,
-        connection: this.pgConnection(Math.min(20, concurrency + 2)),
+        connection: this.pool as PgPool,
       }) as unknown as Worker;
     }
     worker.on('error', (err) => this.options.onError?.(err));
@@ -198,6 +217,7 @@ export class BullmqQueue implements StepQueue {
       await this.redis.ping();
       return;
     }
+    await this.ready();
     await this.producer(undefined).getJobCounts('waiting');
   }
 
@@ -207,5 +227,6 @@ export class BullmqQueue implements StepQueue {
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
     this.redis?.disconnect();
+    await this.pool?.end().catch(() => undefined);
   }
 }

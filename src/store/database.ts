@@ -7,10 +7,10 @@ import type { SQL } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import pg from 'pg';
 import { mkdirSync } from 'node:fs';
 import { AgentloomError } from '../core/errors.js';
 import { PgListener } from './pg-listener.js';
+import { createResilientPool } from './pg-pool.js';
 import * as schema from './schema.js';
 
 /** A drizzle database or transaction over the agentloom schema, whatever the driver. */
@@ -61,10 +61,8 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
       },
     );
   }
-  const pool = new pg.Pool({ connectionString: url, max: poolSize });
-  // An idle client that loses its connection (a server restart sends it 57P01) emits 'error' on the pool, which
-  // drops that client; without a listener the event would crash the process. The next query opens a new one.
-  pool.on('error', () => undefined);
+  // Survives a server restart: no client's 'error' event goes unhandled (see createResilientPool).
+  const pool = createResilientPool(url, poolSize);
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   // Reconnects by itself after a restart; waiters re-read through their reconnect hooks (see PgListener).
   const listener = new PgListener(url);

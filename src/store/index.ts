@@ -9,3 +9,4 @@ export * as schema from './schema.js';
 export * from './invocations.js';
 export * from './nodes.js';
 export * from './tool-requests.js';
+export * from './pg-pool.js';

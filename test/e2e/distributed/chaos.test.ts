@@ -1,0 +1,28 @@
+/**
+ * Chaos (acceptance 2): 50 invocations of a nested workflow over three workers while a killer SIGKILLs a random
+ * worker about every 2 s and starts a new one. All complete; the tool's ledger (keyed by idempotency key) has
+ * exactly one key per stored tool response and none without one, no stored call ran again, and model calls
+ * exceed stored model events by at most the number of kills.
+ */
+import { describe, expect, it } from 'vitest';
+import { Cluster, fileServices } from '../../support/cluster.js';
+import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+
+const { options, engine, db } = await fileServices();
+
+describe('distributed chaos: workers SIGKILLed', () => {
+  it('completes 50 nested runs with exactly-once tool effects while workers are killed every ~2 s', async () => {
+    const cluster = new Cluster(options);
+    await cluster.start(3);
+    const result = await runChaos({
+      engine,
+      cluster,
+      engineDb: db,
+      ledgerDb: db,
+      tag: 'kill',
+      killEveryMs: 2_000,
+    });
+    expect(result.kills.length).toBeGreaterThanOrEqual(2);
+    expectChaosGuarantees(result);
+  });
+});
