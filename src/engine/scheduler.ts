@@ -350,7 +350,7 @@ export class Scheduler {
           outcome = { status: 'failed', error: toStoredError(reason) };
         } else if (err instanceof NodeSuspended) outcome = err;
         else if (controller.signal.aborted && reason === SHUTDOWN) return this.release(inv, claimed, log);
-        else if (isQuietStop(err, controller)) return log.debug({ err }, 'step stopped');
+        else if (isQuietStop(err, controller)) return logStop(log, err, reason);
         else if (isInfrastructure(err)) throw err;
         else outcome = { status: 'failed', error: toStoredError(err) };
       }
@@ -516,6 +516,18 @@ export class Scheduler {
   /** How many steps this process is running. */
   get runningSteps(): number {
     return this.running.size;
+  }
+}
+
+/** Logs why a step stopped without an outcome: superseded (a zombie's attempt) is worth a warning. */
+function logStop(log: Logger, err: unknown, reason: unknown): void {
+  if (hasErrorCode(reason, 'FENCED') || hasErrorCode(err, 'FENCED')) {
+    log.warn({ err }, 'step superseded: another worker took the node over; this attempt writes nothing more');
+  } else {
+    log.info(
+      { reason: (reason as Error | undefined)?.message },
+      'step stopped: the invocation was cancelled or ended',
+    );
   }
 }
 

@@ -17,8 +17,8 @@ import {
 } from '../../support/cluster.js';
 import { waitFor } from '../../support/wait-for.js';
 
-// Debug logs: a fenced step is logged ("step stopped", err.code FENCED) at debug level.
-const { options, engine, db } = await fileServices({ logLevel: 'debug' });
+// A superseded step is logged at warn ("step superseded: …", err.code FENCED), so default logs show it.
+const { options, engine, db } = await fileServices({});
 
 describe('distributed zombie worker', () => {
   it('fences a worker stopped past its lease: no write, no model call, same history as an undisturbed run', async () => {
