@@ -6,6 +6,7 @@ import { migrate, openDatabase } from '../store/index.js';
 import { workerConfig, type WorkerFlags } from '../config/worker-config.js';
 import { runWorker } from '../workers/worker.js';
 import { runDemo } from './demo.js';
+import { printStatus } from './status.js';
 
 const program = new Command('agentloom').description('A durable workflow engine for ADK-style AI agents');
 
@@ -45,6 +46,23 @@ program
     } finally {
       await database.close();
     }
+  });
+
+program
+  .command('status <id>')
+  .description(
+    'show an invocation: its status, the definition hash it needs, its node tree and pending calls',
+  )
+  .option('--database <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+  .action(async (id: string, opts: { database?: string }) => {
+    const url = opts.database ?? loadEnv().DATABASE_URL;
+    if (!url) {
+      throw new AgentloomError(
+        'CONFIG',
+        'status needs a database: set DATABASE_URL, or pass --database postgres://…',
+      );
+    }
+    await printStatus(url, id);
   });
 
 program
