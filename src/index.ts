@@ -7,3 +7,12 @@ export * from './engine/index.js';
 export { Store } from './store/store.js';
 export { migrate, openDatabase } from './store/index.js';
 export { loadEnv } from './config/env.js';
+export {
+  checkAppsYaml,
+  formatProblem,
+  loadAppsFromYaml,
+  type ConfigProblem,
+  type DeclarativeApp,
+  type Registries,
+  type YamlAppsCheck,
+} from './config/load-apps.js';

@@ -7,6 +7,7 @@ import { workerConfig, type WorkerFlags } from '../config/worker-config.js';
 import { runWorker } from '../workers/worker.js';
 import { runDemo } from './demo.js';
 import { printStatus } from './status.js';
+import { runValidate, type ValidateFlags } from './validate.js';
 
 const program = new Command('agentloom').description('A durable workflow engine for ADK-style AI agents');
 
@@ -86,6 +87,20 @@ program
   )
   .action(async (opts: WorkerFlags) => {
     await runWorker(workerConfig(opts));
+  });
+
+program
+  .command('validate')
+  .description(
+    'check declarative apps (agentloom YAML or kagent Agent manifests); exit 1 with every problem as file:line:col: path: message',
+  )
+  .argument('<path>', 'a .yaml / .yml file or a folder of them')
+  .option(
+    '--registry <module>',
+    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files use are checked against them',
+  )
+  .action(async (path: string, opts: ValidateFlags) => {
+    process.exitCode = await runValidate(path, opts);
   });
 
 try {

@@ -1,10 +1,13 @@
 /**
- * Loading apps from a module (`--apps PATH`, `AGENTLOOM_APPS`, `createEngine({ apps: 'path' })`): a JS or TS
- * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name).
+ * Loading apps from a path (`--apps PATH`, `AGENTLOOM_APPS`, `createEngine({ apps: 'path' })`): a JS or TS
+ * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name), or declarative
+ * apps — a `.yaml` / `.yml` file or a folder of them (agentloom YAML or kagent Agent manifests, see
+ * config/load-apps.ts).
  */
 import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { isYamlAppsPath, loadAppsFromYaml, type Registries } from '../config/load-apps.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
@@ -37,13 +40,21 @@ async function importModule(url: string, typescript: boolean): Promise<Record<st
   }
 }
 
-/** Imports an apps module and checks its exports; CONFIG errors say what the module must export. */
-export async function loadAppsModule(path: string): Promise<AppsModule> {
+/**
+ * Imports an apps module and checks its exports; CONFIG errors say what the module must export. A YAML file or a
+ * folder loads through {@link loadAppsFromYaml} instead (VALIDATION listing every problem): its tool and model
+ * names are checked against `registries` when given, else left for the engine to resolve when agents run.
+ */
+export async function loadAppsModule(path: string, registries?: Registries): Promise<AppsModule> {
   const file = resolve(path);
+  if (isYamlAppsPath(file)) {
+    const { apps } = await loadAppsFromYaml(path, registries ?? {});
+    return { apps, tools: registries?.tools ?? {}, models: registries?.models ?? {} };
+  }
   if (!existsSync(file) || !statSync(file).isFile()) {
     throw new AgentloomError(
       'CONFIG',
-      `apps module ${file} does not exist: pass --apps (or AGENTLOOM_APPS) the path of a .js or .ts module exporting \`apps\``,
+      `apps module ${file} does not exist: pass --apps (or AGENTLOOM_APPS) the path of a .js or .ts module exporting \`apps\`, a .yaml file or a folder of them`,
       { details: { field: 'apps', path: file } },
     );
   }
@@ -84,4 +95,42 @@ export async function loadAppsModule(path: string): Promise<AppsModule> {
     tools: tools as Record<string, Tool>,
     models: models as Record<string, Model>,
   };
+}
+
+/**
+ * The `tools` and `models` a module exports (an apps module, or one exporting only those), for checking the names
+ * a declarative file uses (`agentloom validate --registry MODULE`). A missing export is an empty record.
+ */
+export async function loadRegistries(path: string): Promise<Required<Registries>> {
+  const file = resolve(path);
+  if (!existsSync(file) || !statSync(file).isFile()) {
+    throw new AgentloomError(
+      'CONFIG',
+      `registry module ${file} does not exist: pass a .js or .ts module exporting \`tools\` and/or \`models\``,
+      {
+        details: { field: 'registry', path: file },
+      },
+    );
+  }
+  let mod: Record<string, unknown>;
+  try {
+    mod = await importModule(pathToFileURL(file).href, TS.test(file));
+  } catch (err) {
+    throw new AgentloomError('CONFIG', `registry module ${file} failed to load: ${(err as Error).message}`, {
+      details: { field: 'registry', path: file },
+      cause: err,
+    });
+  }
+  const exports = isRecord(mod.default) && !('tools' in mod) && !('models' in mod) ? mod.default : mod;
+  const { tools = {}, models = {} } = exports;
+  if (!isRecord(tools) || !isRecord(models)) {
+    throw new AgentloomError(
+      'CONFIG',
+      `registry module ${file}: \`tools\` and \`models\` must be objects mapping names to tools and models`,
+      {
+        details: { field: 'registry', path: file },
+      },
+    );
+  }
+  return { tools: tools as Record<string, Tool>, models: models as Record<string, Model> };
 }

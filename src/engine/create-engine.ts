@@ -118,7 +118,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const env = loadEnv();
   checkPositive(options.leaseMs, 'leaseMs', '15000');
   checkPositive(options.maxStepMs, 'maxStepMs', '600000');
-  const loaded = typeof options.apps === 'string' ? await loadAppsModule(options.apps) : undefined;
+  // YAML apps check the tool and model names they use against the registries given here.
+  const loaded =
+    typeof options.apps === 'string'
+      ? await loadAppsModule(options.apps, { tools: options.tools, models: options.models })
+      : undefined;
   const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
   const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn' });
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };

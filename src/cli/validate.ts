@@ -1,0 +1,43 @@
+/**
+ * `agentloom validate PATH`: checks declarative apps (agentloom YAML or kagent Agent manifests) without running
+ * anything. Valid: one summary line, exit 0. Invalid: every problem as `file:line:col: path: message`, exit 1.
+ */
+import { checkAppsYaml, formatProblem, type YamlAppsCheck } from '../config/load-apps.js';
+import { hasErrorCode } from '../core/errors.js';
+import { loadRegistries } from '../engine/apps-module.js';
+import { registerApps } from '../engine/registry.js';
+
+/** Flags of `agentloom validate`. */
+export interface ValidateFlags {
+  /** A module exporting `tools` / `models`: names in the files are checked against them. */
+  registry?: string;
+}
+
+/** Validates `path`, prints the outcome, and returns the exit code (0 valid, 1 invalid, 2 bad usage). */
+export async function runValidate(path: string, flags: ValidateFlags): Promise<number> {
+  let checked: YamlAppsCheck;
+  try {
+    const registries = flags.registry ? await loadRegistries(flags.registry) : {};
+    checked = await checkAppsYaml(path, registries);
+  } catch (err) {
+    // A path that does not exist, a folder without YAML, a registry module that does not load: bad usage.
+    if (!hasErrorCode(err, 'CONFIG')) throw err;
+    console.error(`agentloom: CONFIG: ${(err as Error).message}`);
+    return 2;
+  }
+  const { apps, problems } = checked;
+  if (problems.length > 0) {
+    for (const problem of problems) console.log(formatProblem(problem));
+    console.log(`${problems.length === 1 ? '1 problem' : `${problems.length} problems`} in ${path}`);
+    return 1;
+  }
+  const registered = [...registerApps(apps).values()];
+  const summary = registered
+    .map((app) => `${app.name} (${app.agents.size} agents, definition ${app.definitionHash.slice(0, 12)})`)
+    .join(', ');
+  const unchecked = flags.registry ? '' : '; tool and model names not checked (pass --registry MODULE)';
+  console.log(
+    `ok: ${path}: ${registered.length === 1 ? '1 app' : `${registered.length} apps`}: ${summary}${unchecked}`,
+  );
+  return 0;
+}

@@ -1,0 +1,187 @@
+/**
+ * Declarative apps from YAML: a file, or a folder of `.yaml` / `.yml` files (not its subfolders). Each document
+ * is either an agentloom app (`app:`, `agents:`; one app per document) or a kagent `Agent` manifest; all
+ * kagent Agents of the path together form one app (see kagent-apps.ts for its root and name). Other kagent kinds
+ * (ModelConfig, RemoteMCPServer, …) are skipped: models and tools come from the registries.
+ */
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { AgentloomError } from '../core/errors.js';
+import { readKagentApp } from './kagent-apps.js';
+import { SKIPPED_KINDS } from './kagent-schema.js';
+import { readNativeApp } from './native-apps.js';
+import type { DeclarativeApp, Registries } from './registries.js';
+import {
+  formatProblem,
+  sortProblems,
+  suggest,
+  syntaxProblems,
+  YamlDocument,
+  type ConfigProblem,
+} from './yaml-source.js';
+
+export type { ConfigProblem } from './yaml-source.js';
+
+export { formatProblem } from './yaml-source.js';
+export type { DeclarativeApp, Registries } from './registries.js';
+
+/** Apps read from YAML and every problem found (apps are only returned when there is no problem). */
+export interface YamlAppsCheck {
+  apps: DeclarativeApp[];
+  problems: ConfigProblem[];
+}
+
+const YAML_FILE = /\.ya?ml$/i;
+
+/** Whether `path` is for the YAML loader: a `.yaml` / `.yml` file or a folder. */
+export function isYamlAppsPath(path: string): boolean {
+  return YAML_FILE.test(path) || (existsSync(path) && statSync(path).isDirectory());
+}
+
+function filesOf(path: string): string[] {
+  if (!existsSync(path)) {
+    throw new AgentloomError(
+      'CONFIG',
+      `${path} does not exist: pass a .yaml / .yml file or a folder of them`,
+      {
+        details: { path },
+      },
+    );
+  }
+  if (!statSync(path).isDirectory()) return [path];
+  const files = readdirSync(path)
+    .filter((name) => YAML_FILE.test(name) && statSync(join(path, name)).isFile())
+    .sort()
+    .map((name) => join(path, name));
+  if (files.length === 0) {
+    throw new AgentloomError(
+      'CONFIG',
+      `${path} holds no .yaml or .yml files: put the app definitions there`,
+      {
+        details: { path },
+      },
+    );
+  }
+  return files;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Splits a file into documents: native apps and kagent Agents; parse errors and strays become problems. */
+function readFile(
+  file: string,
+  into: { native: YamlDocument[]; kagent: YamlDocument[]; problems: ConfigProblem[] },
+): void {
+  const lineCounter = new LineCounter();
+  const docs = parseAllDocuments(readFileSync(file, 'utf8'), { lineCounter });
+  const list = Array.isArray(docs) ? docs : [];
+  for (const doc of list) {
+    if (doc.errors.length > 0) {
+      into.problems.push(...syntaxProblems(file, doc));
+      continue;
+    }
+    const source = new YamlDocument(file, doc, lineCounter);
+    const data = source.data();
+    if (data === null || data === undefined) continue;
+    if (!isRecord(data)) {
+      into.problems.push(
+        source.problem(
+          [],
+          'write an agentloom app (app:, agents:) or a kagent Agent manifest (apiVersion:, kind: Agent)',
+        ),
+      );
+    } else if (!('apiVersion' in data) && !('kind' in data)) {
+      into.native.push(source);
+    } else if (data.kind === 'Agent') {
+      into.kagent.push(source);
+    } else if (!(
+      typeof data.kind === 'string' &&
+      SKIPPED_KINDS.includes(data.kind) &&
+      String(data.apiVersion).startsWith('kagent.dev/')
+    )) {
+      const kind = String(data.kind);
+      into.problems.push(
+        source.problem(
+          ['kind'],
+          `agentloom reads kagent.dev manifests of kind Agent (and skips ${SKIPPED_KINDS.join(', ')}); ${suggest(kind, ['Agent', ...SKIPPED_KINDS], 'one of')}`,
+        ),
+      );
+    }
+  }
+  if (list.every((doc) => doc.contents === null)) {
+    into.problems.push({
+      file,
+      line: 1,
+      col: 1,
+      path: '(document)',
+      message: 'the file is empty: define an app (app:, agents:) or kagent Agents',
+    });
+  }
+}
+
+/**
+ * Reads and checks the apps at `path` without throwing on their content: every problem of every file is in
+ * `problems` (sorted by file, line, column), and `apps` is empty unless there is none. Throws CONFIG when the
+ * path does not exist or a folder has no YAML files.
+ */
+export async function checkAppsYaml(path: string, registries: Registries = {}): Promise<YamlAppsCheck> {
+  const found = {
+    native: [] as YamlDocument[],
+    kagent: [] as YamlDocument[],
+    problems: [] as ConfigProblem[],
+  };
+  for (const file of filesOf(path)) readFile(file, found);
+  const problems = [...found.problems];
+  const apps: { app: DeclarativeApp; source: YamlDocument }[] = [];
+  for (const source of found.native) {
+    const result = readNativeApp(source, registries);
+    problems.push(...result.problems);
+    if (result.app) apps.push({ app: result.app, source });
+  }
+  if (found.kagent.length > 0) {
+    const result = readKagentApp(found.kagent, registries, path);
+    problems.push(...result.problems);
+    const first = found.kagent[0] as YamlDocument;
+    if (result.app) apps.push({ app: result.app, source: first });
+  }
+  const seen = new Map<string, YamlDocument>();
+  for (const { app, source } of apps) {
+    const other = seen.get(app.name);
+    if (other) {
+      problems.push(
+        source.problem(['app'], `app "${app.name}" is already defined in ${other.file}; rename one`),
+      );
+    }
+    seen.set(app.name, source);
+  }
+  if (problems.length > 0) return { apps: [], problems: sortProblems(problems) };
+  return { apps: apps.map((a) => a.app), problems: [] };
+}
+
+/**
+ * Loads declarative apps (agentloom YAML or kagent Agent manifests) from a file or a folder. Tools and models
+ * are names checked against `registries` (the `tools` / `models` records given to `createEngine`; pass the same
+ * ones there, since the agents keep the names); `exit_loop` and Gemini ids (`gemini-…`) are always accepted.
+ * Throws one AgentloomError VALIDATION listing every problem, one `file:line:col: path: message` per line, with
+ * the problems in `details.problems`; nothing is constructed from an invalid file.
+ */
+export async function loadAppsFromYaml(
+  path: string,
+  registries: Registries = {},
+): Promise<{ apps: DeclarativeApp[]; errors: [] }> {
+  const { apps, problems } = await checkAppsYaml(path, registries);
+  if (problems.length > 0) {
+    const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
+    throw new AgentloomError(
+      'VALIDATION',
+      `${count} in ${path}:\n${problems.map(formatProblem).join('\n')}`,
+      {
+        details: { path, problems },
+      },
+    );
+  }
+  return { apps, errors: [] };
+}
