@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'migrations/**', '.agentloom/**', 'coverage/**', '.scratch/**', 'bench/node_modules/**', 'bench/results/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      'migrations/**',
+      '.agentloom/**',
+      'coverage/**',
+      '.scratch/**',
+      'bench/node_modules/**',
+      'bench/results/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
