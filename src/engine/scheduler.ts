@@ -26,18 +26,21 @@ import type { Db } from '../store/database.js';
 import { appendEventTx, lastFinalText, listEvents } from '../store/events.js';
 import {
   getInvocation,
+  getInvocationWithNode,
   setInvocationStatusTx,
   TERMINAL_INVOCATION,
   type InvocationRow,
 } from '../store/invocations.js';
 import {
   childNodes,
+  nodesAt,
   claimLeafTx,
   getNode,
   insertNodeTx,
   invocationNodes,
   releaseLease,
   renewLease,
+  settleLeafTx,
   updateNodeTx,
   wakeNodeTx,
   type NodeJobRef,
@@ -86,11 +89,9 @@ export class Scheduler {
   /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
   async handle(job: StepJob): Promise<void> {
     const { store } = this.deps;
-    const [inv, node] = await Promise.all([
-      getInvocation(store.db, job.invocationId),
-      getNode(store.db, job.invocationId, job.path),
-    ]);
-    if (!inv || TERMINAL_INVOCATION.has(inv.status)) return;
+    const found = await getInvocationWithNode(store.db, job.invocationId, job.path);
+    if (!found || TERMINAL_INVOCATION.has(found.inv.status)) return;
+    const { inv, node } = found;
     const app = this.deps.apps.get(inv.app);
     if (!app || app.definitionHash !== inv.definitionHash) return this.defer(job, inv, app);
     if (!node) return;
@@ -151,31 +152,47 @@ export class Scheduler {
     await this.wake(jobs, inv);
   }
 
-  /** Advances a workflow node whose row the transaction has locked. */
+  /**
+   * Advances a workflow node whose row the transaction has locked. `settled` is the child whose end triggers
+   * this advance (already updated in this transaction); other children are read only when the state machine asks
+   * for them (a sequence: the next one; a parallel join: its branches), so a parent does not re-read all its
+   * children at every step.
+   */
   private async advanceInTx(
     tx: Db,
     inv: InvocationRow,
     row: NodeRow,
     agent: WorkflowAgent,
+    settled?: ChildView,
   ): Promise<NodeJobRef[]> {
-    const children = new Map((await childNodes(tx, inv.id, row.path)).map((c) => [c.path, c]));
-    const decision = agent.advance({
-      path: row.path,
-      branch: row.branch ?? undefined,
-      checkpoint: row.checkpoint,
-      child: (p): ChildView | undefined => {
-        const c = children.get(p);
-        return (
-          c && {
-            path: c.path,
-            status: c.status as NodeStatus,
-            escalated: c.escalated,
-            error: (c.error as StoredError | null) ?? undefined,
-          }
-        );
-      },
-    });
-    return this.commitDecision(tx, inv, row, decision);
+    // Children read so far (null: looked up, does not exist).
+    const known = new Map<string, ChildView | null>(settled ? [[settled.path, settled]] : []);
+    for (;;) {
+      const missed: string[] = [];
+      const decision = agent.advance({
+        path: row.path,
+        branch: row.branch ?? undefined,
+        checkpoint: row.checkpoint,
+        child: (p): ChildView | undefined => {
+          const view = known.get(p);
+          if (view === undefined) missed.push(p);
+          return view ?? undefined;
+        },
+      });
+      // The state machine is a pure function of its inputs: when it asked for children not read yet, read just
+      // those and decide again.
+      if (missed.length === 0) return this.commitDecision(tx, inv, row, decision);
+      const rows = await nodesAt(tx, inv.id, missed);
+      for (const path of missed) known.set(path, null);
+      for (const c of rows) {
+        known.set(c.path, {
+          path: c.path,
+          status: c.status as NodeStatus,
+          escalated: c.escalated,
+          error: (c.error as StoredError | null) ?? undefined,
+        });
+      }
+    }
   }
 
   private async commitDecision(
@@ -239,7 +256,12 @@ export class Scheduler {
       const parent = await getNode(tx, inv.id, row.parentPath, true);
       const agent = parent && this.deps.apps.get(inv.app)?.agents.get(parent.agent);
       if (parent && agent instanceof WorkflowAgent && !SETTLED.has(parent.status as NodeStatus)) {
-        return this.advanceInTx(tx, inv, parent, agent);
+        return this.advanceInTx(tx, inv, parent, agent, {
+          path: row.path,
+          status: status as NodeStatus,
+          escalated,
+          error,
+        });
       }
       // A leaf parent waiting on this child becomes pending (runnable, and visible to the reconciler if its
       // wake-up is lost); one still running sees the ended child when it commits (see suspendTx).
@@ -382,6 +404,9 @@ export class Scheduler {
     outcome: LeafOutcome | NodeSuspended,
     endInvocation: boolean,
   ): Promise<NodeJobRef[] | undefined> {
+    if (!(outcome instanceof NodeSuspended) && outcome.status !== 'paused') {
+      return this.completeLeaf(inv, claimed, outcome, endInvocation);
+    }
     return this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, claimed.path, true);
       // Fenced: another attempt claimed the node (or it was cancelled) since this one started.
@@ -422,17 +447,40 @@ export class Scheduler {
           return job ? [job] : [];
         }
       }
-      const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
-      const error = outcome.status === 'failed' ? outcome.error : undefined;
-      const output = outcome.status === 'completed' ? (outcome.output ?? null) : null;
       await updateNodeTx(tx, inv.id, row.path, {
+        status: 'paused',
+        escalated: false,
+        output: null,
+        error: null,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+      });
+      return this.settleTx(tx, inv, row, 'paused', false, undefined);
+    });
+  }
+
+  /**
+   * Commits a completed or failed leaf and advances its parent in one transaction. The fenced status change is
+   * one conditional UPDATE (it also takes the row lock): nothing is written when another attempt superseded this
+   * one.
+   */
+  private async completeLeaf(
+    inv: InvocationRow,
+    claimed: NodeRow,
+    outcome: Exclude<LeafOutcome, { status: 'paused' }>,
+    endInvocation: boolean,
+  ): Promise<NodeJobRef[] | undefined> {
+    const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
+    const error = outcome.status === 'failed' ? outcome.error : undefined;
+    const output = outcome.status === 'completed' ? (outcome.output ?? null) : null;
+    return this.deps.store.transaction(async (tx) => {
+      const row = await settleLeafTx(tx, inv.id, claimed.path, claimed.attempt, {
         status: outcome.status,
         escalated,
         output,
         error: (error as unknown as Record<string, unknown> | undefined) ?? null,
-        leaseOwner: null,
-        leaseExpiresAt: null,
       });
+      if (!row) return undefined;
       if (endInvocation && outcome.status === 'completed') return this.endInvocationTx(tx, inv);
       return this.settleTx(tx, inv, row, outcome.status, escalated, error);
     });

@@ -2,7 +2,7 @@
 import { and, desc, eq, lt, sql } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
 import type { Db } from './database.js';
-import { invocations } from './schema.js';
+import { invocations, nodes } from './schema.js';
 
 /** Status of an invocation (SEMANTICS §7). */
 export type InvocationStatus = 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
@@ -38,6 +38,23 @@ export async function getInvocation(
   const query = db.select().from(invocations).where(eq(invocations.id, id));
   const [row] = forUpdate ? await query.for('update') : await query;
   return row;
+}
+
+/**
+ * An invocation and one of its nodes in one round trip (what a step job needs first); `node` is undefined when
+ * the node does not exist, and the result is undefined when the invocation does not.
+ */
+export async function getInvocationWithNode(
+  db: Db,
+  id: string,
+  path: string,
+): Promise<{ inv: InvocationRow; node: typeof nodes.$inferSelect | undefined } | undefined> {
+  const [row] = await db
+    .select({ inv: invocations, node: nodes })
+    .from(invocations)
+    .leftJoin(nodes, and(eq(nodes.invocationId, invocations.id), eq(nodes.path, path)))
+    .where(eq(invocations.id, id));
+  return row && { inv: row.inv, node: row.node ?? undefined };
 }
 
 /** Sets status (and other fields) and notifies followers in the same transaction. */

@@ -47,6 +47,15 @@ export async function childNodes(db: Db, invocationId: string, parentPath: strin
     .where(and(eq(nodes.invocationId, invocationId), eq(nodes.parentPath, parentPath)));
 }
 
+/** The nodes of an invocation at the given paths (those that exist). */
+export async function nodesAt(db: Db, invocationId: string, paths: readonly string[]): Promise<NodeRow[]> {
+  if (paths.length === 0) return [];
+  return db
+    .select()
+    .from(nodes)
+    .where(and(eq(nodes.invocationId, invocationId), inArray(nodes.path, [...paths])));
+}
+
 /** Every node of an invocation. */
 export async function invocationNodes(db: Db, invocationId: string): Promise<NodeRow[]> {
   return db.select().from(nodes).where(eq(nodes.invocationId, invocationId));
@@ -130,6 +139,26 @@ export async function renewLease(
     .where(and(key(invocationId, path), eq(nodes.attempt, attempt), eq(nodes.status, 'running')))
     .returning({ path: nodes.path });
   return rows.length > 0;
+}
+
+/**
+ * Ends a running attempt of a leaf (completed or failed) if it is still the node's current attempt: one
+ * conditional UPDATE that also locks the row for the rest of the transaction. Returns the updated row, or
+ * undefined when the attempt was superseded or the node is no longer running (nothing written).
+ */
+export async function settleLeafTx(
+  tx: Db,
+  invocationId: string,
+  path: string,
+  attempt: number,
+  fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>,
+): Promise<NodeRow | undefined> {
+  const [row] = await tx
+    .update(nodes)
+    .set({ ...fields, leaseOwner: null, leaseExpiresAt: null, updatedAt: sql`now()` })
+    .where(and(key(invocationId, path), eq(nodes.attempt, attempt), eq(nodes.status, 'running')))
+    .returning();
+  return row;
 }
 
 /** Updates a node's fields. */

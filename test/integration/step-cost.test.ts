@@ -1,0 +1,102 @@
+/**
+ * What one durable step costs the database, counted (not timed, so it cannot flake): statements and write
+ * transactions per leaf step of a 20-step sequence on PostgreSQL, in steady state. A ratchet against regressions
+ * on the way to the design budget (ARCHITECTURE "Performance budget": 5 statements, 2 write transactions).
+ */
+import pg from 'pg';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  BaseAgent,
+  createEngine,
+  createEvent,
+  SequentialAgent,
+  type Engine,
+  type InvocationContext,
+} from '../../src/index.js';
+import { createTestDatabase } from '../support/services.js';
+
+/** A leaf that emits one event. */
+class Step extends BaseAgent {
+  protected override async *runImpl(ctx: InvocationContext) {
+    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: ctx.nodePath }] } });
+  }
+}
+
+const STEPS = 20;
+/** Today's cost, measured; lower these as the hot path gets cheaper (never raise them to make a test pass). */
+const MAX_STATEMENTS_PER_STEP = 13.5;
+const MAX_TRANSACTIONS_PER_STEP = 3.3;
+
+// Every statement any pg client of this test file sends (each file runs in its own worker), and whether it ran
+// inside an explicit transaction of its connection.
+const sent: { text: string; inTransaction: boolean }[] = [];
+const open = new WeakSet<pg.Client>();
+const original = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const first = args[0] as string | { text?: string } | undefined;
+  const text = (typeof first === 'string' ? first : first?.text)?.trim().toLowerCase();
+  if (text) {
+    if (text === 'begin') open.add(this);
+    sent.push({ text, inTransaction: open.has(this) });
+    if (text === 'commit' || text === 'rollback') open.delete(this);
+  }
+  return (original as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof pg.Client.prototype.query;
+
+/** A statement that writes (in autocommit mode each one is a write transaction of its own). */
+const writes = (text: string) =>
+  /^(insert|update|delete)\b/.test(text) ||
+  (text.startsWith('with') && /\b(insert|update|delete)\b/.test(text)) ||
+  text.includes('pg_notify');
+
+describe('cost of a step on PostgreSQL', () => {
+  let engine: Engine;
+  afterAll(async () => {
+    pg.Client.prototype.query = original;
+    await engine?.close();
+  });
+
+  it(`stays within ${MAX_STATEMENTS_PER_STEP} statements and ${MAX_TRANSACTIONS_PER_STEP} write transactions per leaf step`, async () => {
+    engine = await createEngine({
+      apps: [
+        {
+          name: 'seq',
+          agent: new SequentialAgent({
+            name: 'pipe',
+            subAgents: Array.from({ length: STEPS }, (_, i) => new Step({ name: `s${i}` })),
+          }),
+        },
+      ],
+      database: await createTestDatabase(),
+      queue: 'local',
+      reconcileIntervalMs: 0,
+      logger: pino({ level: 'silent' }),
+    });
+    // Warm-up run (session creation, first-use paths), then the measured one.
+    const first = await engine.enqueue({ app: 'seq', userId: 'u', input: 'go' });
+    await engine.wait(first.invocationId, { timeoutMs: 60_000 });
+    sent.length = 0;
+    const { invocationId } = await engine.enqueue({ app: 'seq', userId: 'u', input: 'go' });
+    const result = await engine.wait(invocationId, { timeoutMs: 60_000 });
+    expect(result.status).toBe('completed');
+    // Only the run's own work: engine.wait's reads (the invocation and its pending calls, re-read on each
+    // notification and once a second) and LISTEN are not part of a step.
+    const waiterRead = (s: string) =>
+      s.includes('from "tool_requests"') ||
+      (s.startsWith('select') && s.includes('from "invocations" where') && !s.includes('for update'));
+    const steps = sent.filter(
+      ({ text }) => !text.startsWith('listen') && !text.startsWith('unlisten') && !waiterRead(text),
+    );
+    const statements = steps.length / STEPS;
+    // Write transactions: explicit ones, plus writes in autocommit mode.
+    const explicit = steps.filter(({ text }) => text === 'begin').length;
+    const autocommitWrites = steps.filter(({ text, inTransaction }) => !inTransaction && writes(text)).length;
+    const transactions = (explicit + autocommitWrites) / STEPS;
+    console.log(
+      `per leaf step: ${statements.toFixed(2)} statements, ${transactions.toFixed(2)} write transactions`,
+    );
+    expect(statements).toBeLessThanOrEqual(MAX_STATEMENTS_PER_STEP);
+    expect(transactions).toBeLessThanOrEqual(MAX_TRANSACTIONS_PER_STEP);
+  });
+});
