@@ -33,6 +33,8 @@ export default defineConfig({
           include: ['test/e2e/distributed/**/*.test.ts'],
           globalSetup: ['test/support/global-setup.ts'],
           fileParallelism: false,
+          // After the other projects, not beside them: their timing claims need the machine to themselves.
+          sequence: { groupOrder: 1 },
           testTimeout: 240_000,
           hookTimeout: 120_000,
         },
