@@ -90,6 +90,26 @@ program
   });
 
 program
+  .command('api')
+  .description(
+    'serve the HTTP API (runs no steps: start workers for that) on PostgreSQL (DATABASE_URL) and BullMQ on Redis (REDIS_URL) or on PostgreSQL',
+  )
+  .option(
+    '--port <n>',
+    'port to listen on (default $PORT or 8080); without AGENTLOOM_API_KEYS, on loopback only',
+  )
+  .option(
+    '--apps <path>',
+    'the apps module (or YAML file / folder) the workers serve; default $AGENTLOOM_APPS',
+  )
+  .option('--queue <kind>', "'redis' (default) or 'postgres' (BullMQ on PostgreSQL, no Redis)")
+  .action(async (opts: { port?: string; apps?: string; queue?: string }) => {
+    // Loaded here so that the other commands do not load the HTTP framework.
+    const { apiConfig, runApi } = await import('../api/index.js');
+    await runApi(apiConfig(opts));
+  });
+
+program
   .command('validate')
   .description(
     'check declarative apps (agentloom YAML or kagent Agent manifests); exit 1 with every problem as file:line:col: path: message',

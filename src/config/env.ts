@@ -20,6 +20,13 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and - (it names the queue)')
     .optional(),
   AGENTLOOM_API_KEYS: z.string().optional(),
+  /** Where the CLI's client commands reach the API (default http://127.0.0.1:8080). */
+  AGENTLOOM_URL: z
+    .string()
+    .regex(/^https?:\/\/[^\s]+$/, 'must be an http:// or https:// URL, e.g. http://127.0.0.1:8080')
+    .optional(),
+  /** The key the CLI's client commands send as `Authorization: Bearer …`. */
+  AGENTLOOM_API_KEY: z.string().min(1).optional(),
   GEMINI_API_KEY: z.string().min(1).optional(),
   GOOGLE_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),

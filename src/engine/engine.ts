@@ -165,6 +165,11 @@ export class Engine {
     return this.queue.kind;
   }
 
+  /** Resolves when the queue's backend answers (readiness checks: the API's `/readyz`); rejects otherwise. */
+  pingQueue(): Promise<void> {
+    return this.queue.ping();
+  }
+
   /** Starts consuming step jobs in this process, and the reconciler. */
   async startWorker(options: { concurrency?: number } = {}): Promise<{ stop: () => Promise<void> }> {
     if (this.stopWorker) return { stop: () => this.stopWorkerNow() };

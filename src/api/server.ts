@@ -1,0 +1,194 @@
+/**
+ * The HTTP API (CONTRACT.md "HTTP API"): Fastify with the engine's pino logger, zod schemas for every request and
+ * response (and the OpenAPI document generated from them), API keys, and one error shape for every failure.
+ */
+import { readFileSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import { join } from 'node:path';
+import type { Socket } from 'node:net';
+import fastifySwagger from '@fastify/swagger';
+import { fastify, type FastifyError, type FastifyReply, type FastifyRequest } from 'fastify';
+import {
+  jsonSchemaTransform,
+  jsonSchemaTransformObject,
+  serializerCompiler,
+  validatorCompiler,
+  type ZodTypeProvider,
+} from 'fastify-type-provider-zod';
+import type { Logger } from 'pino';
+import { packageRoot } from '../core/package-root.js';
+import type { Engine } from '../engine/engine.js';
+import { authenticate, parseApiKeys, type ApiKey } from './auth.js';
+import type { ApiApp, RouteContext } from './context.js';
+import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './errors.js';
+import { ApiMetrics } from './metrics.js';
+import { appRoutes } from './routes-apps.js';
+import { eventRoutes } from './routes-events.js';
+import { invocationRoutes } from './routes-invocations.js';
+import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
+
+/** Options of {@link createApiServer}. */
+export interface ApiServerOptions {
+  engine: Engine;
+  /**
+   * `AGENTLOOM_API_KEYS` (`name:key[:app1,app2]` entries separated by `;` or whitespace) or parsed keys. None (or
+   * an empty list): requests need no key, and the caller must listen on loopback only (see `listenApi`).
+   */
+  apiKeys?: string | readonly ApiKey[];
+  /** Interval of SSE heartbeat comments. Default 15 000 ms. */
+  heartbeatMs?: number;
+  /** The SSE `retry:` field: how long a browser waits before reconnecting. Default 2 000 ms. */
+  retryMs?: number;
+  /** How long `/readyz` waits for the database and the queue. Default 2 000 ms. */
+  readyTimeoutMs?: number;
+  /** Largest accepted request body; larger ones answer 413. Default 1 MiB. */
+  bodyLimitBytes?: number;
+  /** Default: the engine's logger. */
+  logger?: Logger;
+  /** Include Node.js process metrics in `/metrics`. Default true. */
+  processMetrics?: boolean;
+}
+
+/** Answers a malformed HTTP request (one Fastify never sees) in the API's error shape, then closes. */
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status =
+    err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message =
+    status === 431
+      ? 'request headers are too large'
+      : status === 408
+        ? 'request timed out'
+        : 'malformed HTTP request';
+  const body = JSON.stringify({ error: { code: codeOfStatus(status), message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+function packageVersion(): string {
+  const pkg = JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: string };
+  return pkg.version ?? '0.0.0';
+}
+
+/** Sends a failure in the error shape (401s say how to authenticate). */
+function sendFailure(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const failure = httpFailure(err, String(request.id));
+  if (failure.log === 'error') request.log.error({ err }, 'request failed');
+  else if (failure.log === 'warn') request.log.warn({ err }, 'request failed: a service did not answer');
+  if (failure.statusCode === 401) reply.header('www-authenticate', 'Bearer realm="agentloom"');
+  return reply.code(failure.statusCode).type('application/json; charset=utf-8').send(failure.body);
+}
+
+/** Auth on every route but the probes, request metrics, one error shape, and empty JSON bodies as no body. */
+function installHooks(server: ApiApp, ctx: RouteContext, keys: readonly ApiKey[]): void {
+  // An empty JSON body is no body (POST …/cancel from clients that always send the header).
+  const parseJson = server.getDefaultJsonParser('error', 'error');
+  server.removeContentTypeParser('application/json');
+  server.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') done(null, undefined);
+    else parseJson(request, text, done);
+  });
+  server.decorateRequest('agentloomPrincipal', undefined);
+  server.addHook('onRequest', async (request) => {
+    if (!ctx.authEnabled || PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    const principal = authenticate(keys, request.headers.authorization);
+    if (!principal) {
+      throw new HttpError(
+        401,
+        'UNAUTHORIZED',
+        'send Authorization: Bearer <key> with a key of AGENTLOOM_API_KEYS',
+        {
+          field: 'authorization',
+          location: 'headers',
+        },
+      );
+    }
+    request.agentloomPrincipal = principal;
+  });
+  server.addHook('onResponse', async (request, reply) => {
+    const labels = {
+      method: request.method,
+      route: request.routeOptions.url ?? 'unmatched',
+      status: reply.statusCode,
+    };
+    ctx.metrics.observeRequest(labels, reply.elapsedTime / 1000);
+  });
+  // On close, open event streams end at once (clients resume elsewhere with Last-Event-ID); requests in flight finish.
+  server.addHook('preClose', async () => ctx.closing.abort());
+  server.setErrorHandler((err: FastifyError, request, reply) => sendFailure(err, request, reply));
+  server.setNotFoundHandler((request) => {
+    throw routeNotFound(request.method, request.url);
+  });
+}
+
+/** The OpenAPI document (`/openapi.json`), generated from the routes' zod schemas. */
+async function documentApi(server: ApiApp): Promise<void> {
+  await server.register(fastifySwagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'agentloom',
+        version: packageVersion(),
+        description:
+          'Durable workflow engine for ADK-style agents. Errors are {"error": {"code", "message", "details"?}}.',
+      },
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }],
+    },
+    transform: jsonSchemaTransform,
+    transformObject: jsonSchemaTransformObject,
+  });
+}
+
+/**
+ * Creates the API server for an engine (usually one with `worker: false`). Returns the Fastify instance, not yet
+ * listening: call `listen` (or `listenApi`), or `inject` in tests.
+ */
+export async function createApiServer(options: ApiServerOptions): Promise<ApiApp> {
+  const { engine } = options;
+  const keys =
+    typeof options.apiKeys === 'string' ? parseApiKeys(options.apiKeys) : [...(options.apiKeys ?? [])];
+  const logger = (options.logger ?? engine.logger).child({ component: 'api' });
+  const server = fastify({
+    loggerInstance: logger,
+    bodyLimit: options.bodyLimitBytes ?? 1024 * 1024,
+    exposeHeadRoutes: false,
+    routerOptions: { maxParamLength: 300 },
+    clientErrorHandler,
+    // A client has this long to send its request (headers and body); event streams are responses, not bound by it.
+    requestTimeout: 30_000,
+    // Errors raised before routing (a malformed percent-encoding in the URL) answer in the same shape.
+    frameworkErrors: (err: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+      void sendFailure(err, request, reply);
+    },
+  }).withTypeProvider<ZodTypeProvider>();
+  server.setValidatorCompiler(validatorCompiler);
+  server.setSerializerCompiler(serializerCompiler);
+  const ctx: RouteContext = {
+    engine,
+    metrics: new ApiMetrics({
+      db: engine.store.db,
+      apps: [...engine.apps.keys()],
+      logger,
+      processMetrics: options.processMetrics,
+    }),
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    retryMs: options.retryMs ?? 2_000,
+    readyTimeoutMs: options.readyTimeoutMs ?? 2_000,
+    authEnabled: keys.length > 0,
+    closing: new AbortController(),
+  };
+  installHooks(server, ctx, keys);
+  await documentApi(server);
+  opsRoutes(server, ctx);
+  invocationRoutes(server, ctx);
+  eventRoutes(server, ctx);
+  appRoutes(server, ctx);
+  return server;
+}

@@ -1,0 +1,322 @@
+/**
+ * Operations routes: `/metrics` is valid Prometheus text exposition (checked by a small parser of the format) and
+ * its counters and gauges move when runs happen; `/openapi.json` is a valid OpenAPI 3.1 document listing every
+ * route with its schemas; `/healthz` and `/readyz` answer, and `/readyz` says 503 in the error shape when the
+ * database and queue are gone.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FunctionTool, type Engine } from '../../src/index.js';
+import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { call, scripted } from '../support/agents.js';
+import { backends, engineOn } from '../support/engines.js';
+
+interface Sample {
+  name: string;
+  labels: Record<string, string>;
+  value: number;
+}
+
+interface Family {
+  type: string;
+  help: string;
+  samples: Sample[];
+}
+
+const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
+const LABEL = /^\s*([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\[\\"n])*)"\s*(,|$)/;
+
+/** A sample value as Go's ParseFloat reads it (what Prometheus uses): NaN and Inf in any case. */
+function parseValue(text: string): number {
+  if (/^\+?inf(inity)?$/i.test(text)) return Infinity;
+  if (/^-inf(inity)?$/i.test(text)) return -Infinity;
+  if (/^nan$/i.test(text)) return NaN;
+  if (!/^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(text)) throw new Error(`bad sample value ${text}`);
+  return Number(text);
+}
+
+function parseLabels(text: string): Record<string, string> {
+  const labels: Record<string, string> = {};
+  let rest = text;
+  while (rest.trim() !== '') {
+    const m = LABEL.exec(rest);
+    if (!m) throw new Error(`bad labels {${text}}`);
+    const [whole, name, raw] = m as unknown as [string, string, string];
+    if (name in labels) throw new Error(`label ${name} twice in {${text}}`);
+    labels[name] = raw.replace(/\\(["\\n])/g, (_, c: string) => (c === 'n' ? '\n' : c));
+    rest = rest.slice(whole.length);
+  }
+  return labels;
+}
+
+/**
+ * Parses the Prometheus text exposition format (version 0.0.4) strictly: HELP/TYPE lines, metric and label names,
+ * escaped label values, float values; every sample belongs to a family declared by TYPE before it, families are
+ * contiguous, no series repeats; histogram buckets are cumulative and end with le="+Inf" equal to _count.
+ */
+function parseExposition(text: string): Map<string, Family> {
+  const families = new Map<string, Family>();
+  const series = new Set<string>();
+  let current: string | undefined;
+  const closed = new Set<string>();
+  expect(text.endsWith('\n')).toBe(true);
+  for (const line of text.split('\n')) {
+    if (line === '') continue;
+    if (line.startsWith('#')) {
+      const m = /^# (HELP|TYPE) (\S+) ?(.*)$/.exec(line);
+      if (!m) continue; // a plain comment
+      const [, kind, name, rest] = m as unknown as [string, string, string, string];
+      if (!NAME.test(name)) throw new Error(`bad metric name ${name}`);
+      if (closed.has(name)) throw new Error(`family ${name} is not contiguous`);
+      if (current && current !== name) closed.add(current);
+      current = name;
+      const family = families.get(name) ?? { type: 'untyped', help: '', samples: [] };
+      if (kind === 'TYPE') {
+        if (!['counter', 'gauge', 'histogram', 'summary', 'untyped'].includes(rest))
+          throw new Error(`bad type ${rest}`);
+        if (family.samples.length > 0) throw new Error(`TYPE of ${name} after its samples`);
+        family.type = rest;
+      } else family.help = rest;
+      families.set(name, family);
+      continue;
+    }
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: (-?\d+))?$/.exec(line);
+    if (!m) throw new Error(`bad sample line ${line}`);
+    const [, name, labelText, value] = m as unknown as [string, string, string | undefined, string];
+    const family = [name, name.replace(/_(bucket|sum|count)$/, '')].find((f) => families.has(f));
+    if (!family || family !== current) throw new Error(`sample ${name} outside its family (${current})`);
+    const labels = parseLabels(labelText ?? '');
+    const key = `${name}${JSON.stringify(Object.entries(labels).sort())}`;
+    if (series.has(key)) throw new Error(`series ${key} twice`);
+    series.add(key);
+    families.get(family)?.samples.push({ name, labels, value: parseValue(value) });
+  }
+  for (const [name, family] of families) {
+    if (family.type !== 'histogram') continue;
+    const groups = new Map<string, Sample[]>();
+    for (const s of family.samples.filter((s) => s.name === `${name}_bucket`)) {
+      const { le, ...rest } = s.labels;
+      expect(le, `${name} bucket without le`).toBeDefined();
+      const key = JSON.stringify(Object.entries(rest).sort());
+      groups.set(key, [...(groups.get(key) ?? []), s]);
+    }
+    for (const [key, buckets] of groups) {
+      const values = buckets.map((b) => b.value);
+      expect(values, `${name} ${key} buckets are cumulative`).toEqual([...values].sort((a, b) => a - b));
+      expect(buckets.at(-1)?.labels.le).toBe('+Inf');
+      const count = family.samples.find(
+        (s) => s.name === `${name}_count` && JSON.stringify(Object.entries(s.labels).sort()) === key,
+      );
+      expect(count?.value, `${name} ${key} _count`).toBe(buckets.at(-1)?.value);
+    }
+  }
+  return families;
+}
+
+function value(families: Map<string, Family>, name: string, labels: Record<string, string> = {}): number {
+  const family = families.get(name.replace(/_(bucket|sum|count)$/, '')) ?? families.get(name);
+  const sample = family?.samples.find(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
+  return sample?.value ?? 0;
+}
+
+describe('operations routes', () => {
+  let engine: Engine;
+  let server: ApiApp;
+  let base: string;
+
+  const get = async (path: string) => {
+    const response = await fetch(`${base}${path}`);
+    return {
+      status: response.status,
+      type: response.headers.get('content-type'),
+      text: await response.text(),
+    };
+  };
+  const post = async (path: string, body: unknown) => {
+    const response = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+  const scrape = async () => {
+    const r = await get('/metrics');
+    expect(r.status).toBe(200);
+    expect(r.type).toMatch(/^text\/plain; version=0\.0\.4/);
+    return parseExposition(r.text);
+  };
+
+  beforeAll(async () => {
+    const publish = new FunctionTool({
+      name: 'publish',
+      description: 'publishes',
+      requireConfirmation: true,
+      execute: () => ({ ok: true }),
+    });
+    engine = await engineOn(backends[1]!, {
+      apps: [
+        { name: 'echo', agent: scripted('echoer', 'echoed') },
+        {
+          name: 'confirm',
+          agent: scripted('approver', (t) => (t.callIndex === 0 ? call('publish') : 'done'), {
+            tools: [publish],
+          }),
+        },
+      ],
+    });
+    server = await createApiServer({ engine });
+    base = await server.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(async () => {
+    await server?.close();
+    await engine?.close();
+  });
+
+  it('exposes valid Prometheus text whose counters and gauges move when runs happen', async () => {
+    const before = await scrape();
+    expect(before.get('agentloom_invocations')?.type).toBe('gauge');
+    expect(before.get('agentloom_http_request_duration_seconds')?.type).toBe('histogram');
+    expect(before.has('agentloom_process_cpu_user_seconds_total')).toBe(true);
+    expect(value(before, 'agentloom_metrics_database_up')).toBe(1);
+    const completed = (f: Map<string, Family>) =>
+      value(f, 'agentloom_invocations', { app: 'echo', status: 'completed' });
+    const enqueueRoute = { method: 'POST', route: '/v1/apps/:app/invocations', status: '202' };
+
+    for (let i = 0; i < 3; i++) {
+      const r = await post('/v1/apps/echo/invocations', { userId: 'm', input: `run ${i}` });
+      expect(r.status).toBe(202);
+      await engine.wait(r.body.invocationId as string, { timeoutMs: 30_000 });
+    }
+    const paused = await post('/v1/apps/confirm/invocations', { userId: 'm', input: 'publish' });
+    const id = paused.body.invocationId as string;
+    const view = await engine.wait(id, { timeoutMs: 30_000 });
+
+    const during = await scrape();
+    expect(completed(during) - completed(before)).toBe(3);
+    expect(value(during, 'agentloom_invocations', { app: 'confirm', status: 'paused' })).toBe(1);
+    expect(value(during, 'agentloom_pending_calls', { app: 'confirm', kind: 'confirmation' })).toBe(1);
+    expect(value(during, 'agentloom_pending_calls', { app: 'echo', kind: 'confirmation' })).toBe(0);
+    expect(
+      value(during, 'agentloom_invocations_enqueued_total', { app: 'echo' }) -
+        value(before, 'agentloom_invocations_enqueued_total', { app: 'echo' }),
+    ).toBe(3);
+    expect(
+      value(during, 'agentloom_http_requests_total', enqueueRoute) -
+        value(before, 'agentloom_http_requests_total', enqueueRoute),
+    ).toBe(4);
+    expect(value(during, 'agentloom_http_request_duration_seconds_count', enqueueRoute)).toBe(4);
+
+    const answered = await post(`/v1/invocations/${id}/confirmations/${view.pending[0]?.callId}`, {
+      confirmed: true,
+    });
+    expect(answered.status).toBe(200);
+    await engine.wait(id, { timeoutMs: 30_000 });
+    await post(`/v1/invocations/${id}/confirmations/${view.pending[0]?.callId}`, { confirmed: true });
+    await post(`/v1/invocations/${id}/confirmations/${view.pending[0]?.callId}`, { confirmed: false });
+    const after = await scrape();
+    expect(value(after, 'agentloom_pending_calls', { app: 'confirm', kind: 'confirmation' })).toBe(0);
+    expect(value(after, 'agentloom_invocations', { app: 'confirm', status: 'completed' })).toBe(1);
+    expect(value(after, 'agentloom_answers_total', { outcome: 'answered' })).toBe(1);
+    expect(value(after, 'agentloom_answers_total', { outcome: 'noop' })).toBe(1);
+    expect(value(after, 'agentloom_answers_total', { outcome: 'conflict' })).toBe(1);
+    expect(
+      value(after, 'agentloom_http_requests_total', { route: '/metrics', status: '200' }),
+    ).toBeGreaterThanOrEqual(2);
+  });
+
+  it('rejects malformed exposition in its own parser (the parser checks what it claims)', () => {
+    const bad = [
+      'no_type_line 1\n',
+      '# TYPE x counter\nx{a="1",a="2"} 1\n',
+      '# TYPE x counter\nx{a=1} 1\n',
+      '# TYPE x counter\nx one\n',
+      '# TYPE x counter\nx 1\nx 2\n',
+      '# TYPE x foo\nx 1\n',
+      '# TYPE h histogram\nh_bucket{le="1"} 5\nh_bucket{le="+Inf"} 3\nh_count 3\nh_sum 1\n',
+    ];
+    for (const text of bad) expect(() => parseExposition(text), text).toThrow();
+  });
+
+  it('serves an OpenAPI 3.1 document with every route, its schemas and resolvable references', async () => {
+    const r = await get('/openapi.json');
+    expect(r.status).toBe(200);
+    const doc = JSON.parse(r.text) as {
+      openapi: string;
+      security: unknown;
+      paths: Record<
+        string,
+        Record<string, { responses?: Record<string, unknown>; requestBody?: unknown; security?: unknown }>
+      >;
+      components: { schemas: Record<string, unknown>; securitySchemes: Record<string, unknown> };
+    };
+    expect(doc.openapi).toBe('3.1.0');
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(routes.sort()).toEqual(
+      [
+        'POST /v1/apps/{app}/invocations',
+        'GET /v1/invocations',
+        'GET /v1/invocations/{id}',
+        'GET /v1/invocations/{id}/events',
+        'GET /v1/invocations/{id}/nodes',
+        'POST /v1/invocations/{id}/responses',
+        'POST /v1/invocations/{id}/confirmations/{callId}',
+        'POST /v1/invocations/{id}/cancel',
+        'POST /v1/invocations/{id}/retry',
+        'GET /v1/apps',
+        'GET /v1/apps/{app}',
+        'GET /v1/sessions/{id}',
+        'GET /healthz',
+        'GET /readyz',
+        'GET /metrics',
+      ].sort(),
+    );
+    for (const [path, ops] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(ops)) {
+        expect(Object.keys(op.responses ?? {}).length, `${method} ${path}`).toBeGreaterThan(0);
+        if (method === 'post' && !path.endsWith('/cancel'))
+          expect(op.requestBody, `${method} ${path}`).toBeDefined();
+      }
+    }
+    expect(doc.components.securitySchemes.apiKey).toEqual({ type: 'http', scheme: 'bearer' });
+    expect(doc.security).toEqual([{ apiKey: [] }]);
+    for (const probe of ['/healthz', '/readyz']) expect(doc.paths[probe]?.get?.security).toEqual([]);
+    const refs = [...r.text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map(
+      (m) => m[1] as string,
+    );
+    expect(refs.length).toBeGreaterThan(0);
+    for (const ref of refs) expect(doc.components.schemas[ref], ref).toBeDefined();
+    const enqueue = JSON.stringify(doc.paths['/v1/apps/{app}/invocations']?.post?.requestBody);
+    for (const field of ['userId', 'sessionId', 'input', 'stateDelta', 'maxLlmCalls', 'idempotencyKey']) {
+      expect(enqueue).toContain(`"${field}"`);
+    }
+  });
+
+  it('answers /healthz and /readyz, and /readyz 503 in the error shape once the database and queue are gone', async () => {
+    expect(JSON.parse((await get('/healthz')).text)).toEqual({ status: 'ok' });
+    expect(JSON.parse((await get('/readyz')).text)).toEqual({
+      status: 'ready',
+      checks: { database: 'ok', queue: 'ok' },
+    });
+    const doomed = await engineOn(backends[1]!, { apps: [{ name: 'echo', agent: scripted('e', 'x') }] });
+    const probe = await createApiServer({ engine: doomed, processMetrics: false, readyTimeoutMs: 1_000 });
+    try {
+      await doomed.close();
+      const r = await probe.inject({ method: 'GET', url: '/readyz' });
+      expect(r.statusCode).toBe(503);
+      const body = JSON.parse(r.body) as {
+        error: { code: string; details: { checks: Record<string, string> } };
+      };
+      expect(body.error.code).toBe('UNAVAILABLE');
+      expect(body.error.details.checks.database).not.toBe('ok');
+      expect(body.error.details.checks.queue).not.toBe('ok');
+      expect(r.body).not.toMatch(/\n\s+at /);
+      expect((await probe.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    } finally {
+      await probe.close();
+    }
+  });
+});
