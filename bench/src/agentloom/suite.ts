@@ -1,0 +1,122 @@
+/**
+ * W1–W3 for one agentloom mode, with database counters on PostgreSQL:
+ *
+ * 1. warm-up (one run of each workload);
+ * 2. W1, W2, W3: `runs` measured runs each, every one inside a counter window (statements, write transactions,
+ *    WAL bytes: immediate); after W1 and W2 the flushed statistics (commits, WAL syncs) are read after a quiet
+ *    period, and an idle window at the end gives the background rate to subtract;
+ * 3. the marginal statements of a leaf step: (statements of a 20-leaf run − those of a 5-leaf run) / 15, which
+ *    removes what every invocation costs once (enqueue, wait, root node);
+ * 4. pg-local only: a CPU profile of one W1 and one W2 run (not timed).
+ */
+import type { BenchContext } from '../context.js';
+import { repeat, type CountsPerStep, type SuiteResult } from '../measure.js';
+import { laggedPerStep, PgCounters, type LaggedSnapshot } from '../pg-counters.js';
+import { W1_STEPS, W2_STEPS } from './apps.js';
+import { MODE_LABELS, openMode, type ModeName } from './modes.js';
+import { cpuProfile } from './profile.js';
+import { seq5Alone, w1, w2, w3, W3_STEPS } from './workloads.js';
+
+/** Runs W1–W3 (and counters, and a profile on pg-local) for `mode`. */
+export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<SuiteResult> {
+  const { scale } = ctx;
+  const result: SuiteResult = {
+    suite: `agentloom-${mode}`,
+    label: MODE_LABELS[mode],
+    kind: 'agentloom',
+    figures: {},
+    errors: [],
+  };
+  const target = await openMode(mode, ctx);
+  const counters = target.database ? await PgCounters.open(ctx.postgresUrl, target.database) : undefined;
+  const { engine } = target;
+  try {
+    // 1. Warm-up: JIT, pools, prepared plans, the queue's connections.
+    await w1(engine);
+    await w2(engine, scale.w2Invocations);
+    await w3(engine);
+
+    const opts = { warmup: 0, runs: scale.runs };
+    const counts: Record<string, CountsPerStep> = {};
+    const flushed: LaggedSnapshot[] = [];
+    if (counters) flushed.push(await counters.laggedAfterFlush());
+
+    let window = await counters?.begin();
+    result.figures.w1 = await repeat({ ...opts, unit: 'ms/step', note: 'one invocation of 20 leaves' }, () =>
+      w1(engine),
+    );
+    if (counters && window) {
+      counts.w1 = await counters.end(window, scale.runs * W1_STEPS);
+      flushed.push(await counters.laggedAfterFlush());
+    }
+
+    window = await counters?.begin();
+    result.figures.w2 = await repeat(
+      { ...opts, unit: 'steps/s', note: `${scale.w2Invocations} concurrent invocations of 5 leaves` },
+      () => w2(engine, scale.w2Invocations),
+    );
+    if (counters && window) {
+      counts.w2 = await counters.end(window, scale.runs * scale.w2Invocations * W2_STEPS);
+      flushed.push(await counters.laggedAfterFlush());
+    }
+
+    window = await counters?.begin();
+    result.figures.w3 = await repeat(
+      { ...opts, unit: 'ms', note: '50 parallel leaves of 200 ms, then a join leaf' },
+      () => w3(engine),
+    );
+    if (counters && window) counts.w3 = await counters.end(window, scale.runs * W3_STEPS);
+
+    if (counters) {
+      // 3. Marginal cost of one leaf step: 20-leaf runs minus 5-leaf runs, per extra leaf.
+      window = await counters.begin();
+      for (let i = 0; i < scale.runs; i++) await seq5Alone(engine);
+      const seq5 = await counters.end(window, scale.runs * W2_STEPS);
+      const w1Counts = counts.w1 as CountsPerStep;
+      const perRun = (perStep: number, steps: number): number => perStep * steps;
+      const marginal = (pick: (c: CountsPerStep) => number): number =>
+        (perRun(pick(w1Counts), W1_STEPS) - perRun(pick(seq5), W2_STEPS)) / (W1_STEPS - W2_STEPS);
+      result.extra = {
+        ...result.extra,
+        marginalLeafStep: {
+          statements: marginal((c) => c.statements),
+          statementsWithoutTxControl: marginal((c) => c.statementsWithoutTxControl),
+          writeTransactions: marginal((c) => c.writeTransactions),
+          walBytes: marginal((c) => c.walBytes),
+          perInvocationOverhead: {
+            statements: perRun(seq5.statements, W2_STEPS) - W2_STEPS * marginal((c) => c.statements),
+            writeTransactions:
+              perRun(seq5.writeTransactions, W2_STEPS) - W2_STEPS * marginal((c) => c.writeTransactions),
+          },
+        },
+      };
+      // The idle window: what the engine does with nothing to run, over the same quiet period.
+      const idleFrom = await counters.laggedAfterFlush();
+      const idleTo = await counters.laggedAfterFlush();
+      const idle = { from: idleFrom, to: idleTo };
+      const [f0, f1, f2] = flushed as [LaggedSnapshot, LaggedSnapshot, LaggedSnapshot];
+      Object.assign(counts.w1 as CountsPerStep, laggedPerStep(f0, f1, idle, scale.runs * W1_STEPS));
+      Object.assign(
+        counts.w2 as CountsPerStep,
+        laggedPerStep(f1, f2, idle, scale.runs * scale.w2Invocations * W2_STEPS),
+      );
+      result.counts = counts;
+      result.extra = {
+        ...result.extra,
+        idleCommitsPerSecond: ((idleTo.commits - idleFrom.commits) * 1000) / (idleTo.atMs - idleFrom.atMs),
+      };
+    }
+
+    if (mode === 'pg-local') {
+      result.extra = {
+        ...result.extra,
+        profileW1: await cpuProfile(() => w1(engine)),
+        profileW2: await cpuProfile(() => w2(engine, scale.w2Invocations)),
+      };
+    }
+  } finally {
+    await counters?.close();
+    await target.close();
+  }
+  return result;
+}

@@ -1,0 +1,119 @@
+/**
+ * "Where the time goes" in words, computed from the run: for each missed target, what the counters and the
+ * profile say the time is spent on, and which change (issue 7, item 1) would remove it. Every number comes from
+ * the report; the levers are the issue's.
+ */
+import type { ProfileSummary } from '../agentloom/profile.js';
+import type { CountsPerStep } from '../measure.js';
+import { best, counts, figure, labelOf, marginal, PG_MODES, suite, type BenchReport } from './targets.js';
+
+const n = (value: number | undefined, digits = 2): string =>
+  value === undefined || !Number.isFinite(value) ? '—' : value.toFixed(digits);
+
+function share(p: ProfileSummary | undefined, test: (name: string) => boolean): number {
+  if (!p) return 0;
+  return p.byArea.filter((a) => test(a.name)).reduce((sum, a) => sum + a.percent, 0);
+}
+
+function readOnlyPairs(c: CountsPerStep): number {
+  // BEGIN/COMMIT pairs whose COMMIT takes no time flushed no WAL: read-only transactions.
+  const commit = c.topStatements.find((s) => s.query.trim().toLowerCase() === 'commit');
+  return commit && commit.meanMs < 0.05 ? commit.callsPerStep : 0;
+}
+
+/** Bullet points on where agentloom's time goes and what would remove it. */
+export function analysis(report: BenchReport): string {
+  const out: string[] = [];
+  const w1 = best(report, PG_MODES, 'w1');
+  const floor = figure(report, 'floor-bullmq-upsert', 'w1');
+  const commit = figure(report, 'floor-commit', 'w1');
+  const c = w1 ? counts(report, w1.name, 'w1') : undefined;
+  const m = w1 ? marginal(report, w1.name) : undefined;
+  const local = suite(report, 'agentloom-pg-local')?.extra as
+    { profileW1?: ProfileSummary; profileW2?: ProfileSummary } | undefined;
+  if (w1 && c && floor && commit) {
+    const syncMs = (c.walSyncs ?? c.writeTransactions) * commit.median;
+    out.push(
+      `**W1** (${labelOf(report, w1.name)}: ${n(w1.figure.median)} ms per step, the design floor ${n(floor.median)}): ` +
+        `a leaf step costs ${n(c.statements, 1)} statements all-in (${n(m?.statements, 1)} marginal) against the floor's 1, ` +
+        `${n(c.writeTransactions)} write transactions and ${n(c.walSyncs)} WAL syncs against 1. At this run's ` +
+        `${n(commit.median)} ms per durable commit, the WAL syncs alone account for ≈ ${n(syncMs)} ms per step; the ` +
+        `statements' own execution on the server is ${n(c.serverMs)} ms; the rest is round trips and client CPU: ` +
+        `${n(c.statements, 0)} round trips per step, ≈ ${n((w1.figure.median - syncMs) / c.statements)} ms each once ` +
+        `the WAL syncs are taken out (in the CPU profile of W1 the main thread is idle ` +
+        `${n(
+          share(local?.profileW1, (a) => a === '(idle)'),
+          0,
+        )}% of the time, i.e. waiting for PostgreSQL). ` +
+        `A step is a chain of dependent round trips, so on a busy machine each one also waits to be scheduled: ` +
+        `the number of statements, more than their cost, sets W1.`,
+    );
+    const pairs = readOnlyPairs(c);
+    const remove = [
+      `one write transaction for "append event + complete + advance parent" and the claim folded into the transaction ` +
+        `that made the node runnable (≤ 2 write transactions, so ≤ 2 WAL syncs instead of ${n(c.walSyncs)})`,
+      `the reads folded into the claim (${n(
+        c.topStatements
+          .filter((s) => /^\s*select/i.test(s.query))
+          .reduce((sum, s) => sum + s.callsPerStep, 0),
+        1,
+      )} SELECTs per step now: invocation row, session, node rows)`,
+      pairs > 0
+        ? `no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`
+        : 'no read-only BEGIN/COMMIT',
+      'running the next sequential child on the worker that advanced its parent (no queue hop per step)',
+    ];
+    out.push(`What would remove it (issue 7, item 1): ${remove.join('; ')}.`);
+  }
+  const p2 = local?.profileW2;
+  if (p2) {
+    const drizzle = share(p2, (a) => a === 'npm: drizzle-orm');
+    const driver = share(p2, (a) => /^npm: pg/.test(a));
+    const socket = share(p2, (a) => /writev|writeBuffer/.test(a));
+    const gc = share(p2, (a) => a === '(garbage collector)');
+    const busy = (100 * p2.busyMs) / p2.wallMs;
+    const bound =
+      busy >= 75
+        ? "is CPU-bound in the engine's process"
+        : "is only partly CPU-bound in the engine's process";
+    out.push(
+      `**W2** ${bound} (main thread busy ${n(busy, 0)}% in a profiled run on PostgreSQL + in-process queue): ` +
+        `drizzle-orm building queries takes ${n(drizzle, 0)}% of the wall time, the pg driver ${n(driver, 0)}%, ` +
+        `socket writes (one per statement; loopback TCP runs in the writer's system call) ${n(socket, 0)}%, GC ` +
+        `${n(gc, 0)}%; agentloom's own code is small. Fewer statements per step, and named prepared statements or ` +
+        `hand-written SQL on the hot path (drizzle kept for the schema and cold paths), remove most of it.`,
+    );
+  }
+  const w3 = best(report, PG_MODES, 'w3');
+  const c3 = w3 ? counts(report, w3.name, 'w3') : undefined;
+  if (w3 && c3) {
+    out.push(
+      `**W3** (${n(w3.figure.median, 0)} ms, of which 200 ms is the leaves' sleep): 51 leaf steps of ` +
+        `${n(c3.statements, 1)} statements and ${n(c3.writeTransactions)} write transactions each; by design ` +
+        `(ARCHITECTURE.md "Parent wake-up") every finished child advances the parent under \`FOR UPDATE\`, so 50 ` +
+        `children finishing together queue on one row, each behind a durable commit. Cheaper leaf steps, and ` +
+        `batching the fan-out (the 50 child rows and jobs in one statement and one enqueue) and the parent's advance ` +
+        `(one per batch of finished children), would bring it toward 200 ms plus one step.`,
+    );
+  }
+  const pgq = counts(report, 'agentloom-pg-pgqueue-1', 'w1');
+  const redis = counts(report, 'agentloom-pg-redis-1', 'w1');
+  if (pgq && redis) {
+    out.push(
+      `**PostgreSQL-only mode**: BullMQ's PostgreSQL backend adds ${n(pgq.statements - redis.statements, 1)} ` +
+        `statements, ${n(pgq.writeTransactions - redis.writeTransactions)} write transactions and ` +
+        `${n((pgq.walBytes - redis.walBytes) / 1024, 1)} KiB of WAL per step over the Redis mode (the queue's own ` +
+        `job rows, written durably).`,
+    );
+  }
+  const lite = figure(report, 'agentloom-pglite', 'w1');
+  const localW1 = figure(report, 'agentloom-pg-local', 'w1');
+  if (lite && localW1) {
+    out.push(
+      `**Embedded PGlite** (${n(lite.median)} ms per step vs ${n(localW1.median)} on PostgreSQL with the same ` +
+        `in-process queue): the same statements run one at a time on PGlite's single connection, inside the WASM ` +
+        `engine on the same thread, so each statement's cost adds up directly; fewer statements per step is the lever.`,
+    );
+  }
+  return out.map((line) => `- ${line}`).join('\n');
+}
