@@ -123,8 +123,10 @@ function panel(report: BenchReport, p: (typeof PANELS)[number]): Record<string, 
       mark: { type: 'rule', color: '#d62728', strokeDash: [4, 3] },
       encoding: { x: { field: 'value', type: 'quantitative' } },
     });
+    // Labels one under the other (pixel offsets, no scale), so rules close together stay readable.
+    const labels = rules.map((r, i) => ({ ...r, py: 2 + 11 * i }));
     layers.push({
-      data: { values: rules },
+      data: { values: labels },
       mark: {
         type: 'text',
         color: '#d62728',
@@ -132,10 +134,13 @@ function panel(report: BenchReport, p: (typeof PANELS)[number]): Record<string, 
         align: 'left',
         baseline: 'top',
         dx: 3,
-        y: 2,
         fontSize: 9,
       },
-      encoding: { x: { field: 'value', type: 'quantitative' }, text: { field: 'label' } },
+      encoding: {
+        x: { field: 'value', type: 'quantitative' },
+        y: { field: 'py', type: 'quantitative', scale: null },
+        text: { field: 'label' },
+      },
     });
   }
   return { title: p.title, data: { values }, width: 520, layer: layers };
