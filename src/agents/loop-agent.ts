@@ -41,6 +41,16 @@ export class LoopAgent extends WorkflowAgent {
     return { ...super.definition(), maxIterations: this.maxIterations };
   }
 
+  /** Children after the current one of this iteration, and those of later iterations, have not started. */
+  override notStarted(checkpoint: Record<string, unknown>, path: string): boolean {
+    const hash = path.lastIndexOf('#');
+    if (hash < 0) return false;
+    const iteration = Number(path.slice(hash + 1));
+    const current = Number(checkpoint.iteration ?? 0);
+    if (iteration !== current) return iteration > current;
+    return this.childIndex(path) > Number(checkpoint.completedSubAgents ?? 0);
+  }
+
   advance(view: WorkflowView): WorkflowDecision {
     let iteration = Number(view.checkpoint.iteration ?? 0);
     let completed = Number(view.checkpoint.completedSubAgents ?? 0);

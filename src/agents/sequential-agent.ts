@@ -24,6 +24,11 @@ export class SequentialAgent extends WorkflowAgent {
     return 'sequential';
   }
 
+  /** Children after the current one have not started: each starts when the one before it completes. */
+  override notStarted(checkpoint: Record<string, unknown>, path: string): boolean {
+    return this.childIndex(path) > Number(checkpoint.completedSubAgents ?? 0);
+  }
+
   advance(view: WorkflowView): WorkflowDecision {
     const from = Number(view.checkpoint.completedSubAgents ?? 0);
     const walk = walkSequence(this, view, from, (child) => this.childPath(view, child));

@@ -52,6 +52,21 @@ export abstract class WorkflowAgent extends BaseAgent {
   /** Decides what happens next from the checkpoint and the children's nodes. Pure. */
   abstract advance(view: WorkflowView): WorkflowDecision;
 
+  /**
+   * True when the child at `path` cannot exist yet given the node's stored checkpoint (children start only in
+   * the transaction that stores the checkpoint recording them), so the engine need not read it. False: unknown.
+   */
+  notStarted(_checkpoint: Record<string, unknown>, _path: string): boolean {
+    return false;
+  }
+
+  /** The index among this agent's sub-agents of the child at `path` (`<path>/<name>[#iteration]`), or -1. */
+  protected childIndex(path: string): number {
+    const segment = path.slice(path.lastIndexOf('/') + 1);
+    const name = segment.includes('#') ? segment.slice(0, segment.indexOf('#')) : segment;
+    return this.subAgents.findIndex((a) => a.name === name);
+  }
+
   /** Path of a child node. */
   protected childPath(view: WorkflowView, child: BaseAgent, iteration?: number): string {
     return `${view.path}/${child.name}${iteration === undefined ? '' : `#${iteration}`}`;

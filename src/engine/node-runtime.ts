@@ -12,7 +12,7 @@ import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import type { Db } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import { appendEvent, listEvents } from '../store/events.js';
+import { appendEvent } from '../store/events.js';
 import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
@@ -112,7 +112,7 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   async sessionEvents(): Promise<readonly Event[]> {
     if (!this.history) {
-      const loaded = await listEvents(this.deps.store.db, this.sessionId);
+      const loaded = await this.deps.store.sessionHistory(this.sessionId);
       const seen = new Set(loaded.map((e) => e.seq));
       this.history = [...loaded, ...this.appended.filter((e) => !seen.has(e.seq))];
     }

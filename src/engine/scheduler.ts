@@ -21,9 +21,9 @@ import {
   toStoredError,
   type StoredError,
 } from '../core/errors.js';
-import type { StepJob, StepQueue } from '../queue/step-queue.js';
+import { jobId, type StepJob, type StepQueue } from '../queue/step-queue.js';
 import type { Db } from '../store/database.js';
-import { appendEventTx, lastFinalText, listEvents } from '../store/events.js';
+import { appendEventTx, lastFinalText, listEvents, prepareEvent, type EventRow } from '../store/events.js';
 import {
   getInvocation,
   getInvocationWithNode,
@@ -40,13 +40,13 @@ import {
   invocationNodes,
   releaseLease,
   renewLease,
-  settleLeafTx,
   updateNodeTx,
   wakeNodeTx,
   type NodeJobRef,
   type NodeRow,
 } from '../store/nodes.js';
 import { readInvocationState } from '../store/sessions.js';
+import { advanceNodeTx, claimForJob, settleLeafLockParentTx, type EventInsert } from '../store/steps.js';
 import type { Store } from '../store/store.js';
 import { anyAnswered, cancelToolRequestsTx, insertToolRequestsTx } from '../store/tool-requests.js';
 import { EngineNodeRuntime, LeaseGuard, type NodeRuntimeDeps } from './node-runtime.js';
@@ -71,6 +71,70 @@ export interface SchedulerDeps extends NodeRuntimeDeps {
 
 /** Why this process stopped one of its steps early (the reason given to its AbortController). */
 const SHUTDOWN = 'SHUTDOWN';
+/** Delay before a continued step stopped by a fault is offered again. */
+const REDELIVERY_DELAY_MS = 100;
+
+type Json = Record<string, unknown>;
+
+/**
+ * The next leaf of a sequence, claimed by this worker in the transaction that made it runnable (ARCHITECTURE
+ * "sequential continuation"): it runs here at once, with no queue hop and no separate claim. Its wake-up still
+ * goes through the queue, delayed by a lease, so a crash of this worker is recovered like any other.
+ */
+interface Continuation {
+  node: NodeRow;
+  state: Json;
+}
+
+/** How a claimed step ended: whether its outcome committed, and the leaf it continued into. */
+interface StepResult {
+  committed: boolean;
+  next?: Continuation;
+}
+
+/** Whether a transaction may claim the next leaf for this worker, and the one it claimed. */
+interface ContinuationSlot {
+  allow: boolean;
+  taken?: Continuation;
+}
+
+/** A step in this process: stopped through its controller; `done` settles when it ends. */
+interface LocalStep {
+  invocationId: string;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+/** Job ids of continued steps that committed here, so their delayed recovery wake-ups cost no query. */
+class RecentIds {
+  private readonly ids = new Set<string>();
+  constructor(private readonly max: number) {}
+  add(id: string): void {
+    this.ids.add(id);
+    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value as string);
+  }
+  /** True (once) when `id` was added. */
+  take(id: string): boolean {
+    return this.ids.delete(id);
+  }
+}
+
+const stepKey = (invocationId: string, path: string) => `${invocationId}|${path}`;
+
+/** An event row as the advance statement inserts it. */
+function eventInsert(row: EventRow): EventInsert {
+  return {
+    id: row.id,
+    nodePath: row.nodePath ?? '',
+    author: row.author,
+    branch: row.branch ?? null,
+    content: row.content ?? null,
+    actions: row.actions,
+    longRunningToolIds: row.longRunningToolIds ?? null,
+    errorCode: row.errorCode ?? null,
+    errorMessage: row.errorMessage ?? null,
+  };
+}
 
 /** The kind stored on a node row. */
 export function nodeKind(agent: BaseAgent): string {
@@ -80,26 +144,188 @@ export function nodeKind(agent: BaseAgent): string {
 /** Runs step jobs. One per engine; stateless between jobs except for in-flight abort controllers. */
 export class Scheduler {
   /** Steps running in this process, by `invocationId|path`. */
-  private readonly running = new Map<string, { invocationId: string; controller: AbortController }>();
+  private readonly running = new Map<string, LocalStep>();
   /** Invocations whose definition this worker lacks, logged once each. */
   private readonly deferredLogged = new Set<string>();
+  private readonly committedHere = new RecentIds(4096);
+  private appsByHash: Map<string, RegisteredApp> | undefined;
+  /** Set at shutdown: no new continuation is claimed. */
+  private stopping = false;
 
   constructor(private readonly deps: SchedulerDeps) {}
 
   /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
   async handle(job: StepJob): Promise<void> {
-    const { store } = this.deps;
-    const found = await getInvocationWithNode(store.db, job.invocationId, job.path);
+    // A wake-up for a node this process is running (a duplicate delivery, or the recovery wake-up of a step it
+    // continued into): the running step owns the node, and the job stays active until it ends (so the queue's
+    // stall detection covers it).
+    const local = this.running.get(stepKey(job.invocationId, job.path));
+    if (local) return local.done;
+    if (this.committedHere.take(jobId(job))) return;
+    const app = job.definition === undefined ? undefined : this.appForHash(job.definition);
+    if (!app) return this.handleUntagged(job);
+    // One statement: the invocation, the node, and for a runnable leaf its claim and the state it sees.
+    const step = this.track(job.invocationId, job.path);
+    let claim: Awaited<ReturnType<typeof claimForJob>>;
+    try {
+      claim = await claimForJob(this.deps.store.db, {
+        invocationId: job.invocationId,
+        path: job.path,
+        owner: this.deps.owner,
+        leaseMs: this.deps.leaseMs,
+        definitionHash: app.definitionHash,
+        reclaimOwn: true,
+      });
+    } catch (err) {
+      step.finish();
+      throw err;
+    }
+    if (!claim?.node || !claim.claimed) step.finish();
+    if (!claim || TERMINAL_INVOCATION.has(claim.inv.status)) return;
+    const { inv, node } = claim;
+    if (inv.definitionHash !== app.definitionHash) return this.defer(job, inv, this.deps.apps.get(inv.app));
+    if (!node) return;
+    let agent: BaseAgent;
+    try {
+      agent = this.agentOf(inv, node);
+    } catch (err) {
+      step.finish();
+      throw err;
+    }
+    if (claim.claimed) return this.runChain(inv, node, agent, step, claim.state);
+    if (agent instanceof WorkflowAgent) return this.advanceWorkflow(inv, node.path, agent);
+  }
+
+  /** A job without a definition tag (or of a definition this worker lacks): read first, then decide. */
+  private async handleUntagged(job: StepJob): Promise<void> {
+    const found = await getInvocationWithNode(this.deps.store.db, job.invocationId, job.path);
     if (!found || TERMINAL_INVOCATION.has(found.inv.status)) return;
     const { inv, node } = found;
     const app = this.deps.apps.get(inv.app);
     if (!app || app.definitionHash !== inv.definitionHash) return this.defer(job, inv, app);
     if (!node) return;
-    const agent = app.agents.get(node.agent);
-    if (!agent)
-      throw new AgentloomError('DEFINITION_MISMATCH', `agent "${node.agent}" is not in app "${inv.app}"`);
+    const agent = this.agentOf(inv, node);
     if (agent instanceof WorkflowAgent) await this.advanceWorkflow(inv, node.path, agent);
     else await this.runLeaf(inv, node, agent);
+  }
+
+  private appForHash(hash: string): RegisteredApp | undefined {
+    this.appsByHash ??= new Map([...this.deps.apps.values()].map((app) => [app.definitionHash, app]));
+    return this.appsByHash.get(hash);
+  }
+
+  private agentOf(inv: InvocationRow, node: NodeRow): BaseAgent {
+    const agent = this.deps.apps.get(inv.app)?.agents.get(node.agent);
+    if (!agent)
+      throw new AgentloomError('DEFINITION_MISMATCH', `agent "${node.agent}" is not in app "${inv.app}"`);
+    return agent;
+  }
+
+  /** Registers a step of this process; `finish` must be called when it ends. */
+  private track(invocationId: string, path: string): LocalStep & { finish: () => void } {
+    const key = stepKey(invocationId, path);
+    let finish!: () => void;
+    const done = new Promise<void>((resolve) => (finish = resolve));
+    const step = { invocationId, controller: new AbortController(), done };
+    this.running.set(key, step);
+    return {
+      ...step,
+      finish: () => {
+        if (this.running.get(key) === step) this.running.delete(key);
+        finish();
+      },
+    };
+  }
+
+  /**
+   * Runs a claimed leaf, then each leaf this worker continued into (claimed in the commit of the one before).
+   * Each step is tracked from before its claim to its end.
+   */
+  private async runChain(
+    inv: InvocationRow,
+    node: NodeRow,
+    agent: BaseAgent,
+    step: LocalStep & { finish: () => void },
+    state: Json | undefined,
+    continued = false,
+  ): Promise<void> {
+    let current:
+      | { node: NodeRow; agent: BaseAgent; step: typeof step; state: Json | undefined; continued?: boolean }
+      | undefined = { node, agent, step, state, continued };
+    while (current) {
+      let result: StepResult;
+      try {
+        result = await this.runClaimed(
+          inv,
+          current.node,
+          current.agent,
+          current.step.controller,
+          current.state,
+        );
+      } catch (err) {
+        // A continued step is not the job's own node: a fault of the machinery redelivers its own wake-up.
+        if (!current.continued) throw err;
+        return await this.redeliver(inv, current.node, err);
+      } finally {
+        current.step.finish();
+      }
+      if (result.committed && current.continued) {
+        const { path, wake } = current.node;
+        this.committedHere.add(jobId({ invocationId: inv.id, path, wake }));
+      }
+      if (!result.next) return;
+      const next = await this.continueWith(inv, result.next);
+      current = next && { ...next, continued: true };
+    }
+  }
+
+  /**
+   * A continued step stopped by a fault of the machinery (database, a crash): its wake-up goes through the queue
+   * now, as a redelivery, and this worker (or another) re-claims it. When even that fails, the error goes to the
+   * job's own redelivery and the reconciler wakes the node once its lease lapses.
+   */
+  private async redeliver(inv: InvocationRow, node: NodeRow, err: unknown): Promise<void> {
+    this.log(inv, node.path, node.attempt).warn({ err }, 'continued step failed; redelivering its wake-up');
+    try {
+      await this.deps.queue.enqueue(
+        [
+          {
+            invocationId: inv.id,
+            path: node.path,
+            wake: node.wake,
+            redelivery: 1,
+            definition: inv.definitionHash,
+          },
+        ],
+        { delayMs: REDELIVERY_DELAY_MS },
+      );
+    } catch {
+      throw err;
+    }
+  }
+
+  /** Takes over a continuation: tracked, its recovery wake-up queued; released instead when shutting down. */
+  private async continueWith(
+    inv: InvocationRow,
+    next: Continuation,
+  ): Promise<
+    { node: NodeRow; agent: BaseAgent; step: ReturnType<Scheduler['track']>; state: Json } | undefined
+  > {
+    const step = this.track(inv.id, next.node.path);
+    const recovery = { invocationId: inv.id, path: next.node.path, wake: next.node.wake };
+    if (this.stopping) {
+      step.finish();
+      await this.release(inv, next.node, this.log(inv, next.node.path, next.node.attempt));
+      return undefined;
+    }
+    try {
+      await this.deps.queue.enqueue([{ ...recovery, definition: inv.definitionHash }], {
+        delayMs: this.deps.leaseMs,
+      });
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost');
+    }
+    return { node: next.node, agent: this.agentOf(inv, next.node), step, state: next.state };
   }
 
   /**
@@ -144,12 +370,22 @@ export class Scheduler {
   }
 
   private async advanceWorkflow(inv: InvocationRow, path: string, agent: WorkflowAgent): Promise<void> {
+    const slot: ContinuationSlot = { allow: !this.stopping };
     const jobs = await this.deps.store.transaction(async (tx) => {
+      slot.taken = undefined;
       const row = await getNode(tx, inv.id, path, true);
       if (!row || SETTLED.has(row.status as NodeStatus)) return [];
-      return this.advanceInTx(tx, inv, row, agent);
+      return this.advanceInTx(tx, inv, row, agent, undefined, slot);
     });
     await this.wake(jobs, inv);
+    if (slot.taken) await this.runContinuation(inv, slot.taken);
+  }
+
+  /** Runs a leaf claimed by a workflow job's advance (and the chain after it). */
+  private async runContinuation(inv: InvocationRow, next: Continuation): Promise<void> {
+    const first = await this.continueWith(inv, next);
+    if (!first) return;
+    await this.runChain(inv, first.node, first.agent, first.step, first.state, true);
   }
 
   /**
@@ -164,6 +400,7 @@ export class Scheduler {
     row: NodeRow,
     agent: WorkflowAgent,
     settled?: ChildView,
+    slot?: ContinuationSlot,
   ): Promise<NodeJobRef[]> {
     // Children read so far (null: looked up, does not exist).
     const known = new Map<string, ChildView | null>(settled ? [[settled.path, settled]] : []);
@@ -181,9 +418,10 @@ export class Scheduler {
       });
       // The state machine is a pure function of its inputs: when it asked for children not read yet, read just
       // those and decide again.
-      if (missed.length === 0) return this.commitDecision(tx, inv, row, decision);
-      const rows = await nodesAt(tx, inv.id, missed);
+      if (missed.length === 0) return this.commitDecision(tx, inv, row, decision, slot);
       for (const path of missed) known.set(path, null);
+      const unknown = missed.filter((path) => !agent.notStarted(row.checkpoint, path));
+      const rows = unknown.length > 0 ? await nodesAt(tx, inv.id, unknown) : [];
       for (const c of rows) {
         known.set(c.path, {
           path: c.path,
@@ -200,43 +438,80 @@ export class Scheduler {
     inv: InvocationRow,
     row: NodeRow,
     decision: WorkflowDecision,
+    slot?: ContinuationSlot,
   ): Promise<NodeJobRef[]> {
-    for (const event of decision.events) {
-      await appendEventTx(tx, {
+    const prepared = decision.events.map((event) =>
+      prepareEvent({
         sessionId: inv.sessionId,
         invocationId: inv.id,
         nodePath: row.path,
         branch: row.branch ?? undefined,
         event,
-      });
-    }
-    const jobs: NodeJobRef[] = [];
-    for (const start of decision.start) {
-      const job = await insertNodeTx(tx, {
-        invocationId: inv.id,
-        path: start.path,
-        parentPath: row.path,
-        agent: start.agent.name,
-        kind: nodeKind(start.agent),
-        branch: start.branch ?? null,
-      });
-      if (job) jobs.push(job);
+      }),
+    );
+    // Checkpoint and end events change no state: written with the advance, in its statement. Anything else
+    // (never produced by the built-in workflow agents) takes the general path.
+    const batched = prepared.every((p) => !p.changesState);
+    if (!batched) {
+      for (const event of decision.events) {
+        await appendEventTx(tx, {
+          sessionId: inv.sessionId,
+          invocationId: inv.id,
+          nodePath: row.path,
+          branch: row.branch ?? undefined,
+          event,
+        });
+      }
     }
     const settled = decision.status !== 'running';
     const output =
       decision.status === 'completed'
         ? ((await lastFinalText(tx, inv.sessionId, inv.id, row.path)) ?? null)
         : null;
-    await updateNodeTx(tx, inv.id, row.path, {
-      status: decision.status,
-      checkpoint: decision.checkpoint,
-      escalated: decision.escalated ?? false,
-      error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
-      output,
+    const [only] = decision.start;
+    const claim =
+      slot?.allow &&
+      !slot.taken &&
+      decision.start.length === 1 &&
+      only &&
+      !(only.agent instanceof WorkflowAgent)
+        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
+        : undefined;
+    const result = await advanceNodeTx(tx, {
+      invocationId: inv.id,
+      sessionId: inv.sessionId,
+      path: row.path,
+      update: {
+        status: decision.status,
+        checkpoint: decision.checkpoint,
+        escalated: decision.escalated ?? false,
+        error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
+        output,
+      },
+      events: batched ? prepared.map((p) => eventInsert(p.row)) : [],
+      children: decision.start.map((start) => ({
+        path: start.path,
+        agent: start.agent.name,
+        kind: nodeKind(start.agent),
+        branch: start.branch ?? null,
+      })),
+      claim,
     });
+    if (result.continuation && slot) slot.taken = result.continuation;
+    const jobs: NodeJobRef[] = result.created
+      .filter((c) => !c.claimed)
+      .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
     if (settled)
       jobs.push(
-        ...(await this.settleTx(tx, inv, row, decision.status, decision.escalated ?? false, decision.error)),
+        ...(await this.settleTx(
+          tx,
+          inv,
+          row,
+          decision.status,
+          decision.escalated ?? false,
+          decision.error,
+          slot,
+        )),
       );
     return jobs;
   }
@@ -249,19 +524,26 @@ export class Scheduler {
     status: string,
     escalated: boolean,
     error: StoredError | undefined,
+    slot?: ContinuationSlot,
+    lockedParent?: NodeRow | null,
   ): Promise<NodeJobRef[]> {
     if (row.parentPath !== null) {
       // "Child ended" and "parent advanced" commit in one transaction when the parent is a workflow node: no
       // window in which a crash leaves the parent behind its child, and no queue hop per step.
-      const parent = await getNode(tx, inv.id, row.parentPath, true);
+      const parent =
+        lockedParent === undefined
+          ? await getNode(tx, inv.id, row.parentPath, true)
+          : (lockedParent ?? undefined);
       const agent = parent && this.deps.apps.get(inv.app)?.agents.get(parent.agent);
       if (parent && agent instanceof WorkflowAgent && !SETTLED.has(parent.status as NodeStatus)) {
-        return this.advanceInTx(tx, inv, parent, agent, {
-          path: row.path,
-          status: status as NodeStatus,
-          escalated,
-          error,
-        });
+        return this.advanceInTx(
+          tx,
+          inv,
+          parent,
+          agent,
+          { path: row.path, status: status as NodeStatus, escalated, error },
+          slot,
+        );
       }
       // A leaf parent waiting on this child becomes pending (runnable, and visible to the reconciler if its
       // wake-up is lost); one still running sees the ended child when it commits (see suspendTx).
@@ -290,16 +572,14 @@ export class Scheduler {
 
   private async runLeaf(inv: InvocationRow, node: NodeRow, agent: BaseAgent): Promise<void> {
     const { store, leaseMs, owner } = this.deps;
-    const key = `${inv.id}|${node.path}`;
     // A duplicate delivery while this process runs the node: the running step owns it.
-    if (this.running.has(key)) return;
-    const controller = new AbortController();
-    this.running.set(key, { invocationId: inv.id, controller });
+    if (this.running.has(stepKey(inv.id, node.path))) return;
+    const step = this.track(inv.id, node.path);
+    let claimed: NodeRow | undefined;
     try {
-      // The claim is one statement; only the first step of an invocation also marks it running (one
-      // transaction). This process runs no attempt of the node now, so a lease it still holds (a step stopped by
-      // a database error) may be re-claimed at once.
-      const claimed =
+      // This process runs no attempt of the node now, so a lease it still holds (a step stopped by a database
+      // error) may be re-claimed at once.
+      claimed =
         inv.status === 'queued'
           ? await store.transaction(async (tx) => {
               const row = await claimLeafTx(tx, inv.id, node.path, owner, leaseMs, true);
@@ -307,11 +587,10 @@ export class Scheduler {
               return row;
             })
           : await claimLeafTx(store.db, inv.id, node.path, owner, leaseMs, true);
-      if (!claimed) return;
-      await this.runClaimed(inv, claimed, agent, controller);
     } finally {
-      this.running.delete(key);
+      if (!claimed) step.finish();
     }
+    if (claimed) await this.runChain(inv, claimed, agent, step, undefined);
   }
 
   private async runClaimed(
@@ -319,7 +598,8 @@ export class Scheduler {
     claimed: NodeRow,
     agent: BaseAgent,
     controller: AbortController,
-  ): Promise<void> {
+    knownState: Json | undefined,
+  ): Promise<StepResult> {
     const { store, leaseMs } = this.deps;
     const log = this.log(inv, claimed.path, claimed.attempt);
     log.debug('step claimed');
@@ -350,7 +630,7 @@ export class Scheduler {
         claimed.attempt === 1
           ? []
           : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
-        readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
+        knownState ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
       const runtime = new EngineNodeRuntime(
         this.deps,
@@ -371,20 +651,29 @@ export class Scheduler {
         if (controller.signal.aborted && hasErrorCode(reason, 'TIMEOUT')) {
           outcome = { status: 'failed', error: toStoredError(reason) };
         } else if (err instanceof NodeSuspended) outcome = err;
-        else if (controller.signal.aborted && reason === SHUTDOWN) return this.release(inv, claimed, log);
-        else if (isQuietStop(err, controller)) return logStop(log, err, reason);
-        else if (isInfrastructure(err)) throw err;
+        else if (controller.signal.aborted && reason === SHUTDOWN) {
+          await this.release(inv, claimed, log);
+          return { committed: false };
+        } else if (isQuietStop(err, controller)) {
+          logStop(log, err, reason);
+          return { committed: false };
+        } else if (isInfrastructure(err)) throw err;
         else outcome = { status: 'failed', error: toStoredError(err) };
       }
       const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
-      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested);
-      if (!jobs) return log.info({ status }, 'step commit refused: superseded');
+      const slot: ContinuationSlot = { allow: !this.stopping && !controller.signal.aborted };
+      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested, slot);
+      if (!jobs) {
+        log.info({ status }, 'step commit refused: superseded');
+        return { committed: false };
+      }
       // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
       if (runtime.endRequested && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
         this.deps.onInvocationEnded(inv.id);
       }
       await this.wake(jobs, inv);
       log.debug({ status }, 'step committed');
+      return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
     } finally {
       clearInterval(renew);
       clearTimeout(deadline);
@@ -403,9 +692,10 @@ export class Scheduler {
     claimed: NodeRow,
     outcome: LeafOutcome | NodeSuspended,
     endInvocation: boolean,
+    slot: ContinuationSlot,
   ): Promise<NodeJobRef[] | undefined> {
     if (!(outcome instanceof NodeSuspended) && outcome.status !== 'paused') {
-      return this.completeLeaf(inv, claimed, outcome, endInvocation);
+      return this.completeLeaf(inv, claimed, outcome, endInvocation, slot);
     }
     return this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, claimed.path, true);
@@ -469,20 +759,32 @@ export class Scheduler {
     claimed: NodeRow,
     outcome: Exclude<LeafOutcome, { status: 'paused' }>,
     endInvocation: boolean,
+    slot: ContinuationSlot,
   ): Promise<NodeJobRef[] | undefined> {
     const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
     const error = outcome.status === 'failed' ? outcome.error : undefined;
     const output = outcome.status === 'completed' ? (outcome.output ?? null) : null;
     return this.deps.store.transaction(async (tx) => {
-      const row = await settleLeafTx(tx, inv.id, claimed.path, claimed.attempt, {
+      slot.taken = undefined;
+      // One statement: the fenced status change (it also takes the row lock) and the parent's row lock.
+      const settled = await settleLeafLockParentTx(tx, inv.id, claimed.path, claimed.attempt, {
         status: outcome.status,
         escalated,
         output,
         error: (error as unknown as Record<string, unknown> | undefined) ?? null,
       });
-      if (!row) return undefined;
+      if (!settled) return undefined;
       if (endInvocation && outcome.status === 'completed') return this.endInvocationTx(tx, inv);
-      return this.settleTx(tx, inv, row, outcome.status, escalated, error);
+      return this.settleTx(
+        tx,
+        inv,
+        settled.node,
+        outcome.status,
+        escalated,
+        error,
+        slot,
+        settled.parent ?? null,
+      );
     });
   }
 
@@ -558,6 +860,7 @@ export class Scheduler {
 
   /** Stops every in-flight step and releases its lease so another worker takes it over at once (shutdown). */
   releaseAll(): void {
+    this.stopping = true;
     for (const step of this.running.values()) step.controller.abort(SHUTDOWN);
   }
 

@@ -42,17 +42,20 @@ export interface EventNotice {
 
 type Json = Record<string, unknown>;
 
-interface PreparedEvent {
+export interface PreparedEvent {
   row: EventRow;
   delta: ReturnType<typeof splitDelta>;
   appends: ReturnType<typeof splitAppends>;
   changesState: boolean;
 }
 
-type EventRow = Omit<typeof events.$inferInsert, 'seq' | 'createdAt'> & { sessionId: string; id: string };
+export type EventRow = Omit<typeof events.$inferInsert, 'seq' | 'createdAt'> & {
+  sessionId: string;
+  id: string;
+};
 
 /** Validates an event and builds its row. Throws VALIDATION before anything is written. */
-function prepareEvent(input: AppendEventInput): PreparedEvent {
+export function prepareEvent(input: AppendEventInput): PreparedEvent {
   const parsed = newEventSchema.safeParse(input.event);
   if (!parsed.success) {
     throw new AgentloomError('VALIDATION', `event is malformed: ${zodIssues(parsed.error)}`, {
@@ -187,7 +190,7 @@ function sessionNotFound(sessionId: string): AgentloomError {
  * The event just written. Not validated again: its fields passed `newEventSchema` on the way in (rows read back
  * from the database are validated by {@link toEvent}).
  */
-function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Event {
+export function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Event {
   return eventFields({
     ...row,
     nodePath: row.nodePath ?? '',

@@ -29,6 +29,7 @@ import {
   type ListSessionsOptions,
   type SessionRecord,
 } from './sessions.js';
+import { SessionHistoryCache } from './session-history.js';
 import { inTransaction } from './tx.js';
 
 /** Options of {@link Store.open}. */
@@ -42,6 +43,7 @@ export class Store {
   private readonly notices = new EventEmitter();
   private unlisten: (() => Promise<void>) | undefined;
   private listening: Promise<void> | undefined;
+  private readonly histories = new SessionHistoryCache();
 
   private constructor(readonly database: Database) {
     this.notices.setMaxListeners(0);
@@ -88,6 +90,11 @@ export class Store {
 
   listEvents(sessionId: string, options?: ListEventsOptions): Promise<Event[]> {
     return listEvents(this.db, sessionId, options);
+  }
+
+  /** Every event of a session in seq order, reading only what this process has not read before. */
+  sessionHistory(sessionId: string): Promise<readonly Event[]> {
+    return this.histories.read(this.db, sessionId);
   }
 
   readState(sessionId: string, invocationId?: string): Promise<Record<string, unknown>> {

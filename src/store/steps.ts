@@ -1,0 +1,304 @@
+/**
+ * The hot path of a step, in as few round trips as it can take (ARCHITECTURE "Performance budget"): a job's
+ * claim with everything the step needs read in the same statement; a leaf's fenced completion that also locks its
+ * parent; and a parent's advance (checkpoint, checkpoint events, new children — the next one possibly claimed by
+ * this worker — and the state that child will see) in one statement. Hand-written SQL: drizzle stays the schema,
+ * the migrations and the cold paths. Every write keeps its fence.
+ */
+import { sql } from 'drizzle-orm';
+import { queryRows, type Db } from './database.js';
+import { EVENTS_CHANNEL } from './events.js';
+import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
+import type { NodeRow } from './nodes.js';
+import { mergeScopes } from './state.js';
+
+type Json = Record<string, unknown>;
+
+/** Leaf kinds: the nodes a worker claims (workflow nodes are advanced, never claimed). */
+const LEAF_KINDS = sql`('llm', 'custom')`;
+
+const toDate = (v: unknown): Date => (v instanceof Date ? v : new Date(String(v)));
+const toDateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : toDate(v));
+
+/** A `nodes` row read as JSON (row_to_json) as the drizzle row type. */
+export function nodeFromJson(r: Json): NodeRow {
+  return {
+    invocationId: r.invocation_id as string,
+    path: r.path as string,
+    parentPath: (r.parent_path as string | null) ?? null,
+    agent: r.agent as string,
+    kind: r.kind as string,
+    branch: (r.branch as string | null) ?? null,
+    status: r.status as string,
+    checkpoint: (r.checkpoint as Json | null) ?? {},
+    escalated: Boolean(r.escalated),
+    output: (r.output as string | null) ?? null,
+    error: (r.error as Json | null) ?? null,
+    attempt: Number(r.attempt),
+    wake: Number(r.wake),
+    leaseOwner: (r.lease_owner as string | null) ?? null,
+    leaseExpiresAt: toDateOrNull(r.lease_expires_at),
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+  };
+}
+
+/** An `invocations` row read as JSON (row_to_json) as the drizzle row type. */
+export function invocationFromJson(r: Json): InvocationRow {
+  return {
+    id: r.id as string,
+    app: r.app as string,
+    sessionId: r.session_id as string,
+    userId: r.user_id as string,
+    rootAgent: r.root_agent as string,
+    definitionHash: r.definition_hash as string,
+    status: r.status as string,
+    input: (r.input as Json | null) ?? null,
+    output: (r.output as string | null) ?? null,
+    escalated: Boolean(r.escalated),
+    error: (r.error as Json | null) ?? null,
+    tempState: (r.temp_state as Json | null) ?? {},
+    llmCalls: Number(r.llm_calls),
+    maxLlmCalls: Number(r.max_llm_calls),
+    idempotencyKey: (r.idempotency_key as string | null) ?? null,
+    createdBy: (r.created_by as string | null) ?? null,
+    createdAt: toDate(r.created_at),
+    updatedAt: toDate(r.updated_at),
+    endedAt: toDateOrNull(r.ended_at),
+  };
+}
+
+/** The state a step sees, from the scope rows and the invocation's temp state read with it. */
+function stateFromJson(scopes: Json | null | undefined): Json {
+  const s = scopes ?? {};
+  return mergeScopes({
+    session: (s.session as Json | null) ?? {},
+    app: (s.app as Json | null) ?? {},
+    user: (s.user as Json | null) ?? {},
+    temp: (s.temp as Json | null) ?? {},
+  });
+}
+
+/** SQL for the merged scopes of the invocation in the relation `inv` (with session_id and temp_state). */
+const SCOPES_OF_INV = sql`(
+  select jsonb_build_object('session', s.state, 'app', a.state, 'user', u.state, 'temp', inv.temp_state)
+  from inv
+  join sessions s on s.id = inv.session_id
+  left join app_states a on a.app = s.app
+  left join user_states u on u.app = s.app and u.user_id = s.user_id)`;
+
+const leaseInterval = (leaseMs: number) => `${Math.max(1, Math.round(leaseMs))} milliseconds`;
+
+/** What a job's first statement found. */
+export interface JobClaim {
+  inv: InvocationRow;
+  /** The node as claimed (when `claimed`), else as it is. Undefined when it does not exist. */
+  node: NodeRow | undefined;
+  claimed: boolean;
+  /** The state the claimed step sees (only when `claimed`). */
+  state: Json | undefined;
+}
+
+/**
+ * A job's first and, for a leaf, only read: the invocation and the node, and — when the node is a leaf of a live
+ * invocation started with `definitionHash` and is runnable (pending, waiting, or running under an expired lease,
+ * or under `owner`'s own lease with `reclaimOwn`) — its claim (attempt bumped: the fencing token; lease taken),
+ * the invocation marked running if it was queued, and the state the step sees. One statement.
+ */
+export async function claimForJob(
+  db: Db,
+  input: {
+    invocationId: string;
+    path: string;
+    owner: string;
+    leaseMs: number;
+    definitionHash: string;
+    reclaimOwn: boolean;
+  },
+): Promise<JobClaim | undefined> {
+  const { invocationId: id, path, owner } = input;
+  const own = input.reclaimOwn ? sql`or n.lease_owner = ${owner}` : sql``;
+  const [row] = await queryRows<{
+    inv: Json | null;
+    node: Json | null;
+    claimed: Json | null;
+    scopes: Json | null;
+  }>(
+    db,
+    sql`with inv as (select * from invocations where id = ${id}),
+      claimed as (
+        update nodes n set attempt = n.attempt + 1, status = 'running', lease_owner = ${owner},
+          lease_expires_at = now() + ${leaseInterval(input.leaseMs)}::interval, updated_at = now()
+        from inv
+        where n.invocation_id = ${id} and n.path = ${path} and n.kind in ${LEAF_KINDS}
+          and inv.status not in ('completed', 'failed', 'cancelled') and inv.definition_hash = ${input.definitionHash}
+          and (n.status in ('pending', 'waiting')
+            or (n.status = 'running' and (n.lease_expires_at is null or n.lease_expires_at < now() ${own})))
+        returning n.*
+      ),
+      started as (
+        update invocations set status = 'running', updated_at = now()
+        where id = ${id} and status = 'queued' and exists (select 1 from claimed)
+        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+      )
+      select (select row_to_json(inv) from inv) as inv,
+        (select row_to_json(claimed) from claimed) as claimed,
+        case when not exists (select 1 from claimed) then
+          (select row_to_json(n) from nodes n where n.invocation_id = ${id} and n.path = ${path}) end as node,
+        case when exists (select 1 from claimed) then ${SCOPES_OF_INV} end as scopes,
+        (select count(*) from started) as started`,
+  );
+  if (!row?.inv) return undefined;
+  const inv = invocationFromJson(row.inv);
+  if (row.claimed) {
+    if (inv.status === 'queued') inv.status = 'running';
+    return { inv, node: nodeFromJson(row.claimed), claimed: true, state: stateFromJson(row.scopes) };
+  }
+  return { inv, node: row.node ? nodeFromJson(row.node) : undefined, claimed: false, state: undefined };
+}
+
+/**
+ * Ends a running attempt of a leaf (completed or failed) if it is still the node's current attempt, and locks
+ * and returns its parent, in one statement. Undefined when the attempt was superseded (nothing written).
+ */
+export async function settleLeafLockParentTx(
+  tx: Db,
+  invocationId: string,
+  path: string,
+  attempt: number,
+  fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>,
+): Promise<{ node: NodeRow; parent: NodeRow | undefined } | undefined> {
+  const error = fields.error === null ? null : JSON.stringify(fields.error);
+  const [row] = await queryRows<{ node: Json | null; parent: Json | null }>(
+    tx,
+    sql`with settled as (
+        update nodes set status = ${fields.status}, escalated = ${fields.escalated}, output = ${fields.output},
+          error = ${error}::jsonb, lease_owner = null, lease_expires_at = null, updated_at = now()
+        where invocation_id = ${invocationId} and path = ${path} and attempt = ${attempt} and status = 'running'
+        returning *
+      ),
+      parent as (
+        select p.* from nodes p join settled s on p.invocation_id = s.invocation_id and p.path = s.parent_path
+        for update of p
+      )
+      select (select row_to_json(settled) from settled) as node, (select row_to_json(parent) from parent) as parent`,
+  );
+  if (!row?.node) return undefined;
+  return { node: nodeFromJson(row.node), parent: row.parent ? nodeFromJson(row.parent) : undefined };
+}
+
+/** A stored event's row as {@link advanceNodeTx} inserts it (prepared and validated by the caller). */
+export interface EventInsert {
+  id: string;
+  nodePath: string;
+  author: string;
+  branch: string | null;
+  content: Json | null;
+  actions: Json;
+  longRunningToolIds: string[] | null;
+  errorCode: string | null;
+  errorMessage: string | null;
+}
+
+/** A child node to create. With `claimFor`, it is created already claimed (attempt 1) by that owner. */
+export interface ChildInsert {
+  path: string;
+  agent: string;
+  kind: string;
+  branch: string | null;
+}
+
+/** What {@link advanceNodeTx} wrote. */
+export interface AdvanceResult {
+  /** Children created (those that did not exist), with their wake numbers; `claimed` marks the continuation. */
+  created: { path: string; wake: number; claimed: boolean }[];
+  /** Seq and time of each inserted event, in order. */
+  events: { seq: number; createdAt: Date }[];
+  /** The continuation child as claimed, and the state it sees. */
+  continuation?: { node: NodeRow; state: Json };
+}
+
+/**
+ * A workflow node's advance, in one statement inside the caller's transaction (which holds the node's row lock):
+ * its new status and checkpoint, its checkpoint events (which change no state: the caller checks) under one seq
+ * bump of the session and one NOTIFY, and its new children. With `claim`, the child at `claim.path` is inserted
+ * already claimed by `claim.owner` (attempt 1, leased), and the state it will see is read in the same statement.
+ */
+export async function advanceNodeTx(
+  tx: Db,
+  input: {
+    invocationId: string;
+    sessionId: string;
+    path: string;
+    update: Pick<NodeRow, 'status' | 'checkpoint' | 'escalated' | 'error' | 'output'>;
+    events: readonly EventInsert[];
+    children: readonly ChildInsert[];
+    claim?: { path: string; owner: string; leaseMs: number };
+  },
+): Promise<AdvanceResult> {
+  const { invocationId: id, sessionId, path } = input;
+  const n = input.events.length;
+  const events = JSON.stringify(
+    input.events.map((e) => ({
+      ...e,
+      content: e.content ?? undefined,
+      longRunningToolIds: e.longRunningToolIds ?? undefined,
+    })),
+  );
+  const children = JSON.stringify(input.children);
+  const error = input.update.error === null ? null : JSON.stringify(input.update.error);
+  const claimPath = input.claim?.path ?? null;
+  const owner = input.claim?.owner ?? null;
+  const lease = leaseInterval(input.claim?.leaseMs ?? 1);
+  const [row] = await queryRows<{ created: Json[] | null; events: Json[] | null; scopes: Json | null }>(
+    tx,
+    sql`with upd as (
+        update nodes set status = ${input.update.status}, checkpoint = ${JSON.stringify(input.update.checkpoint)}::jsonb,
+          escalated = ${input.update.escalated}, error = ${error}::jsonb, output = ${input.update.output}, updated_at = now()
+        where invocation_id = ${id} and path = ${path}
+        returning 1
+      ),
+      seqs as (
+        update sessions set last_seq = last_seq + ${n}, updated_at = now()
+        where id = ${sessionId} and ${n}::int > 0
+        returning last_seq
+      ),
+      ev as (
+        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                            long_running_tool_ids, error_code, error_message)
+        select ${sessionId}, s.last_seq - ${n}::int + e.ord, e.v->>'id', ${id}, e.v->>'nodePath', e.v->>'author',
+               e.v->>'branch', e.v->'content', e.v->'actions', e.v->'longRunningToolIds', e.v->>'errorCode',
+               e.v->>'errorMessage'
+        from seqs s, jsonb_array_elements(${events}::jsonb) with ordinality as e(v, ord)
+        returning seq, created_at
+      ),
+      ins as (
+        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, wake, attempt,
+                           lease_owner, lease_expires_at)
+        select ${id}, c.v->>'path', ${path}, c.v->>'agent', c.v->>'kind', c.v->>'branch',
+               case when c.v->>'path' = ${claimPath} then 'running' else 'pending' end, 1,
+               case when c.v->>'path' = ${claimPath} then 1 else 0 end,
+               case when c.v->>'path' = ${claimPath} then ${owner} end,
+               case when c.v->>'path' = ${claimPath} then now() + ${lease}::interval end
+        from jsonb_array_elements(${children}::jsonb) as c(v)
+        on conflict do nothing
+        returning *
+      ),
+      inv as (select session_id, temp_state from invocations where id = ${id} and ${claimPath}::text is not null)
+      select (select json_agg(row_to_json(ins)) from ins) as created,
+        (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
+        case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
+        (select count(*) from upd) as updated,
+        case when ${n}::int > 0 then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+          'sessionId', ${sessionId}::text, 'seq', (select last_seq from seqs), 'invocationId', ${id}::text)::text) end as notified`,
+  );
+  const created = (row?.created ?? []).map(nodeFromJson);
+  const continuationNode = claimPath === null ? undefined : created.find((c) => c.path === claimPath);
+  return {
+    created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.path === claimPath })),
+    events: (row?.events ?? []).map((e) => ({ seq: Number(e.seq), createdAt: toDate(e.created_at) })),
+    ...(continuationNode
+      ? { continuation: { node: continuationNode, state: stateFromJson(row?.scopes) } }
+      : {}),
+  };
+}
