@@ -121,6 +121,14 @@ export class BaseAgent {
     return undefined;
   }
 
+  /**
+   * The value a final answer of this agent stands for when another agent uses it (an AgentTool's result): the
+   * text itself. LlmAgent with `outputSchema` returns the parsed and validated JSON.
+   */
+  outputValue(text: string): unknown {
+    return text;
+  }
+
   /** The structural description hashed into an invocation's definition hash (see engine). */
   definition(): Record<string, unknown> {
     return { name: this.name, kind: this.kind, subAgents: this.subAgents.map((a) => a.definition()) };

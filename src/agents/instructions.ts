@@ -1,6 +1,8 @@
 /**
  * Instruction templating (SEMANTICS §3): `{key}`, `{key?}`, `{app:key}`, `{user:key}`, `{temp:key}`,
- * `{artifact.name}`. A brace body that is not a valid name is left as is, so JSON in instructions survives.
+ * `{artifact.name}`. As in ADK, a placeholder's surrounding braces and whitespace are stripped before the name is
+ * checked (`{{ key }` renders `key`); a body that is not a valid name is left as is, so JSON in instructions
+ * survives.
  */
 import { AgentloomError } from '../core/errors.js';
 
@@ -35,10 +37,13 @@ export async function renderInstruction(template: string, ctx: RenderContext): P
   return out + template.slice(last);
 }
 
+/** The name inside a placeholder: every surrounding brace, then surrounding whitespace, removed (ADK's rule). */
+function bodyOf(raw: string): string {
+  return raw.replace(/^\{+/, '').replace(/\}+$/, '').trim();
+}
+
 async function replace(raw: string, ctx: RenderContext): Promise<string> {
-  // Only a single-brace body is a placeholder; {{…}} and anything else stays as written.
-  if (!raw.startsWith('{') || raw.startsWith('{{') || raw.endsWith('}}')) return raw;
-  let name = raw.slice(1, -1).trim();
+  let name = bodyOf(raw);
   const optional = name.endsWith('?');
   if (optional) name = name.slice(0, -1);
   const artifact = ARTIFACT_NAME.exec(name);

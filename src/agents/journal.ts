@@ -67,10 +67,16 @@ export class Journal {
     return undefined;
   }
 
-  /** Whether this call was answered with an interim long-running response. */
+  /**
+   * Whether this call was answered with an interim long-running response. (The model event that made the call
+   * lists it in `longRunningToolIds` too; only a response event says the tool ran.)
+   */
   isLongRunning(callId: string): boolean {
     return this.events.some(
-      (e) => e.author === this.agentName && (e.longRunningToolIds ?? []).includes(callId),
+      (e) =>
+        e.author === this.agentName &&
+        (e.longRunningToolIds ?? []).includes(callId) &&
+        functionResponsesOf(e.content).some((r) => r.id === callId),
     );
   }
 
@@ -83,6 +89,16 @@ export class Journal {
       if (response) found = response;
     }
     return found;
+  }
+
+  /**
+   * Whether this call handed its work to a child node (an AgentTool's agent): the marker is stored before the
+   * child is created, so a re-run of the node after the child ends knows the call's callbacks already decided.
+   */
+  wasDelegated(callId: string): boolean {
+    return this.events.some(
+      (e) => e.author === this.agentName && e.actions.agentState?.delegatedCall === callId,
+    );
   }
 
   /** Whether an unsafe tool call was started (marker stored before it ran). */

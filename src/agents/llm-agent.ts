@@ -5,11 +5,12 @@
 import type { z } from 'zod';
 import { isTimeoutMs } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
+import { zodIssues } from '../core/validation.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import { AgentTool } from '../tools/agent-tool.js';
 import { BaseAgent, type AgentKind, type BaseAgentOptions } from './base-agent.js';
-import type { LlmAgentCallbacks } from './callbacks.js';
+import { callbackChains, type CallbackChains, type LlmAgentCallbacks } from './callbacks.js';
 import type { InvocationContext, LeafOutcome, NodeRuntime } from './context.js';
 import { runLlmFlow } from './llm-flow.js';
 
@@ -52,6 +53,8 @@ export interface LlmAgentOptions extends BaseAgentOptions, LlmAgentCallbacks {
 export class LlmAgent extends BaseAgent {
   readonly options: Readonly<LlmAgentOptions>;
   readonly maxIterations: number;
+  /** Every callback option as a list, run in order until one returns a value. */
+  readonly callbacks: CallbackChains;
 
   constructor(options: LlmAgentOptions) {
     super(options);
@@ -91,6 +94,7 @@ export class LlmAgent extends BaseAgent {
       }
       names.add(name);
     }
+    this.callbacks = callbackChains(this.name, options);
     this.maxIterations = maxIterations;
     this.options = { ...options };
   }
@@ -126,7 +130,50 @@ export class LlmAgent extends BaseAgent {
     };
   }
 
+  /**
+   * The value a final answer stands for: its text, or with `outputSchema` the parsed and validated JSON (what
+   * `outputKey` stores and what an AgentTool of this agent returns).
+   *
+   * @throws AgentloomError `OUTPUT_SCHEMA` when the text is not JSON matching `outputSchema`.
+   */
+  override outputValue(text: string): unknown {
+    const schema = this.options.outputSchema;
+    if (!schema) return text;
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch (err) {
+      throw new AgentloomError(
+        'OUTPUT_SCHEMA',
+        `${this.name}: the model's answer is not JSON as outputSchema requires: ${text.slice(0, 200)}`,
+        { cause: err },
+      );
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new AgentloomError(
+        'OUTPUT_SCHEMA',
+        `${this.name}: the model's answer does not match outputSchema: ${zodIssues(parsed.error)}`,
+        { details: { issues: parsed.error.issues } },
+      );
+    }
+    return parsed.data;
+  }
+
   override runLeaf(runtime: NodeRuntime): Promise<LeafOutcome> {
     return runLlmFlow(this, runtime);
   }
+}
+
+/**
+ * Whether a conversation handed to `agent` can find its way back up its tree (ADK's
+ * `_is_transferable_across_agent_tree`): it and every agent above it are LlmAgents that may transfer to their
+ * parent. Only such an agent keeps the conversation when the next message arrives (see `engine.enqueue`).
+ */
+export function isTransferableAcrossTree(agent: BaseAgent): boolean {
+  for (let current: BaseAgent | undefined = agent; current; current = current.parentAgent) {
+    if (!(current instanceof LlmAgent)) return false;
+    if (current.options.disallowTransferToParent || current.options.disableTransfer) return false;
+  }
+  return true;
 }

@@ -7,13 +7,13 @@ import { z } from 'zod';
 import { functionCallsOf, textOf, type Content, type FunctionCall } from '../core/content.js';
 import { withDeadline } from '../core/deadline.js';
 import { AgentloomError, toStoredError } from '../core/errors.js';
-import type { Event, EventActions } from '../core/event.js';
+import type { Event } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import type { ModelRequest, ModelResponse, ToolDeclaration } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import { FunctionTool } from '../tools/function-tool.js';
 import { invocationContextOf } from './base-agent.js';
-import type { CallbackContext } from './callbacks.js';
+import { runChain, type CallbackContext } from './callbacks.js';
 import { NodeSuspended, type LeafOutcome, type NodeRuntime, type PauseRequest } from './context.js';
 import { buildHistory } from './history.js';
 import { renderInstruction } from './instructions.js';
@@ -117,54 +117,45 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   };
 }
 
-/** Calls the model (callbacks around it) and stores the response event. Returns the stored event. */
-async function callModel(flow: Flow, callIndex: number): Promise<Event> {
+/** Reserves one call of the invocation's budget and calls the model (onModelErrorCallback recovers its errors). */
+async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext): Promise<ModelResponse> {
   const { agent, rt } = flow;
-  // Cancellation and budget are checked before every model call (SEMANTICS §3).
-  if (rt.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
-  await rt.checkLease();
+  // The budget counts real model calls only: a beforeModelCallback answer never reaches this point.
   await rt.reserveLlmCall();
-  const request = await buildRequest(flow, callIndex);
-  const delta: Record<string, unknown> = {};
-  const cbx = callbackContext(flow, delta);
-  let response: ModelResponse | undefined =
-    (await agent.options.beforeModelCallback?.(cbx, request)) ?? undefined;
-  if (!response) {
-    try {
-      const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
-      const model = rt.resolveModel(agent.options.model);
-      const timeoutMs = agent.options.modelTimeoutMs;
-      response = await withDeadline(
-        (signal) => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined),
-        {
-          parent: rt.signal,
-          timeoutMs,
-          error: () =>
-            new AgentloomError(
-              'TIMEOUT',
-              `model call of ${agent.name} did not answer within modelTimeoutMs (${timeoutMs} ms); raise modelTimeoutMs if the model needs longer`,
-              { details: { agent: agent.name, modelTimeoutMs: timeoutMs } },
-            ),
-        },
-      );
-    } catch (err) {
-      // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
-      // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.
-      if (isControlFlow(err) || rt.signal.aborted) throw err;
-      response = (await agent.options.onModelErrorCallback?.(cbx, request, err)) ?? undefined;
-      if (!response) {
-        throw err instanceof AgentloomError
-          ? err
-          : new AgentloomError(
-              'MODEL_ERROR',
-              `model call of ${agent.name} failed: ${(err as Error).message}`,
-              { cause: err },
-            );
-      }
-    }
+  try {
+    const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
+    const model = rt.resolveModel(agent.options.model);
+    const timeoutMs = agent.options.modelTimeoutMs;
+    return await withDeadline(
+      (signal) => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined),
+      {
+        parent: rt.signal,
+        timeoutMs,
+        error: () =>
+          new AgentloomError(
+            'TIMEOUT',
+            `model call of ${agent.name} did not answer within modelTimeoutMs (${timeoutMs} ms); raise modelTimeoutMs if the model needs longer`,
+            { details: { agent: agent.name, modelTimeoutMs: timeoutMs } },
+          ),
+      },
+    );
+  } catch (err) {
+    // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
+    // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.
+    if (isControlFlow(err) || rt.signal.aborted) throw err;
+    const recovered = await runChain(agent.callbacks.onModelErrorCallback, cbx, request, err);
+    if (recovered) return recovered;
+    throw err instanceof AgentloomError
+      ? err
+      : new AgentloomError('MODEL_ERROR', `model call of ${agent.name} failed: ${(err as Error).message}`, {
+          cause: err,
+        });
   }
-  response = (await agent.options.afterModelCallback?.(cbx, response)) ?? response;
-  const content: Content = {
+}
+
+/** The response content with an id on every function call. */
+function withCallIds(response: ModelResponse): Content {
+  return {
     role: 'model',
     parts: response.content.parts.map((p) =>
       p.functionCall && !p.functionCall.id
@@ -172,19 +163,51 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
         : p,
     ),
   };
-  const actions: Partial<EventActions> = { stateDelta: delta };
-  let outputError: AgentloomError | undefined;
-  if (functionCallsOf(content).length === 0 && agent.options.outputKey) {
-    try {
-      delta[agent.options.outputKey] = finalValue(agent, content);
-    } catch (err) {
-      outputError = err as AgentloomError;
-    }
+}
+
+/** Ids of the calls to long-running tools: the model event carries them, as ADK's does (clients look there). */
+function longRunningIds(flow: Flow, content: Content): string[] {
+  return functionCallsOf(content).flatMap((call) =>
+    flow.tools.get(call.name)?.isLongRunning && call.id ? [call.id] : [],
+  );
+}
+
+/**
+ * Records `outputKey` for a final answer into `delta`: its text, or with outputSchema the validated JSON. Returns
+ * the OUTPUT_SCHEMA error instead of throwing it, so the answer is stored before the node fails.
+ */
+function recordOutput(agent: LlmAgent, content: Content, delta: Record<string, unknown>): unknown {
+  const key = agent.options.outputKey;
+  if (!key || functionCallsOf(content).length > 0) return undefined;
+  try {
+    delta[key] = finalValue(agent, content);
+    return undefined;
+  } catch (err) {
+    return err;
   }
+}
+
+/** Calls the model (callbacks around it) and stores the response event. Returns the stored event. */
+async function callModel(flow: Flow, callIndex: number): Promise<Event> {
+  const { agent, rt } = flow;
+  // Cancellation and budget are checked before every model call (SEMANTICS §3).
+  if (rt.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
+  await rt.checkLease();
+  const request = await buildRequest(flow, callIndex);
+  const delta: Record<string, unknown> = {};
+  const cbx = callbackContext(flow, delta);
+  let response =
+    (await runChain(agent.callbacks.beforeModelCallback, cbx, request)) ??
+    (await generate(flow, request, cbx));
+  response = (await runChain(agent.callbacks.afterModelCallback, cbx, response)) ?? response;
+  const content = withCallIds(response);
+  const outputError = recordOutput(agent, content, delta);
+  const longRunning = longRunningIds(flow, content);
   const event = await rt.emit({
     author: agent.name,
     content,
-    actions: { artifactDelta: {}, stateDelta: {}, ...actions },
+    ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
+    actions: { artifactDelta: {}, stateDelta: delta },
   });
   await rt.fault('after-model-event');
   if (outputError) throw outputError;
@@ -193,32 +216,7 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
 
 /** The final value of a response: its text, or with outputSchema the parsed and validated JSON. */
 function finalValue(agent: LlmAgent, content: Content): unknown {
-  const text = textOf(content) ?? '';
-  const schema = agent.options.outputSchema;
-  if (!schema) return text;
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (err) {
-    throw new AgentloomError(
-      'OUTPUT_SCHEMA',
-      `${agent.name}: the model's answer is not JSON as outputSchema requires: ${text.slice(0, 200)}`,
-      {
-        cause: err,
-      },
-    );
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) {
-    throw new AgentloomError(
-      'OUTPUT_SCHEMA',
-      `${agent.name}: the model's answer does not match outputSchema: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}`,
-      {
-        details: { issues: parsed.error.issues },
-      },
-    );
-  }
-  return parsed.data;
+  return agent.outputValue(textOf(content) ?? '');
 }
 
 async function runRound(flow: Flow, calls: FunctionCall[]): Promise<CallResult[]> {
@@ -233,19 +231,20 @@ async function runRound(flow: Flow, calls: FunctionCall[]): Promise<CallResult[]
 
 async function beforeAgent(flow: Flow): Promise<LeafOutcome | undefined> {
   const { agent, rt } = flow;
-  if (!agent.options.beforeAgentCallback || rt.journal.some((e) => e.author === agent.name)) return undefined;
+  const chain = agent.callbacks.beforeAgentCallback;
+  if (chain.length === 0 || rt.journal.some((e) => e.author === agent.name)) return undefined;
   const delta: Record<string, unknown> = {};
-  const content = await agent.options.beforeAgentCallback(callbackContext(flow, delta));
-  if (!content) {
+  const answer = await runChain(chain, callbackContext(flow, delta));
+  if (!answer) {
     if (Object.keys(delta).length > 0)
       await rt.emit({ author: agent.name, actions: { stateDelta: delta, artifactDelta: {} } });
     return undefined;
   }
-  await rt.emit({
-    author: agent.name,
-    content: { ...content, role: 'model' },
-    actions: { stateDelta: delta, artifactDelta: {} },
-  });
+  // The callback's content is the agent's final response: outputKey stores it as it would the model's.
+  const content: Content = { ...answer, role: 'model' };
+  const outputError = recordOutput(agent, content, delta);
+  await rt.emit({ author: agent.name, content, actions: { stateDelta: delta, artifactDelta: {} } });
+  if (outputError) return { status: 'failed', error: toStoredError(outputError) };
   return { status: 'completed', output: textOf(content) };
 }
 
@@ -328,14 +327,13 @@ async function finish(
   outcome: Extract<LeafOutcome, { status: 'completed' }>,
 ): Promise<LeafOutcome> {
   const { agent, rt } = flow;
-  if (!agent.options.afterAgentCallback) return outcome;
+  if (agent.callbacks.afterAgentCallback.length === 0) return outcome;
+  // Replay: an after-agent answer already stored stands; the callbacks are not asked again.
+  const stored = rt.journal.find((e) => e.author === agent.name && e.actions.agentState?.afterAgent === true);
+  if (stored) return { ...outcome, output: textOf(stored.content) ?? outcome.output };
   const delta: Record<string, unknown> = {};
-  const content = await agent.options.afterAgentCallback(callbackContext(flow, delta));
-  // Replay: an after-agent event already stored is not stored again.
-  const already = rt.journal.some(
-    (e) => e.author === agent.name && e.actions.agentState?.afterAgent === true,
-  );
-  if (!already && (content || Object.keys(delta).length > 0)) {
+  const content = await runChain(agent.callbacks.afterAgentCallback, callbackContext(flow, delta));
+  if (content || Object.keys(delta).length > 0) {
     await rt.emit({
       author: agent.name,
       ...(content ? { content: { ...content, role: 'model' as const } } : {}),

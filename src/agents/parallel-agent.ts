@@ -1,6 +1,6 @@
 import { AgentloomError } from '../core/errors.js';
 import type { AgentKind, BaseAgentOptions } from './base-agent.js';
-import { childBranch } from './branch.js';
+import { childBranch, parallelLane } from './branch.js';
 import { WorkflowAgent, type ChildStart, type WorkflowDecision, type WorkflowView } from './workflow.js';
 
 /** Options of {@link ParallelAgent}. */
@@ -8,8 +8,9 @@ export type ParallelAgentOptions = BaseAgentOptions;
 
 /**
  * Runs its sub-agents concurrently (SEMANTICS §2): each child is its own node (its own queued job) on branch
- * `<parent branch>.<name>.<index>`. Finished when every child settled: failed if any failed (with every child
- * error attached), paused if any paused, else completed (escalated if any child escalated).
+ * `<parent branch>.<name>.<index>` (inside a LoopAgent the name carries the iterations: `<name>#<i>`, see
+ * branch.ts). Finished when every child settled: failed if any failed (with every child error attached), paused
+ * if any paused, else completed (escalated if any child escalated).
  */
 export class ParallelAgent extends WorkflowAgent {
   constructor(options: ParallelAgentOptions) {
@@ -34,7 +35,11 @@ export class ParallelAgent extends WorkflowAgent {
       const path = this.childPath(view, child);
       const node = view.child(path);
       if (!node) {
-        start.push({ agent: child, path, branch: childBranch(view.branch, `${this.name}.${index}`) });
+        start.push({
+          agent: child,
+          path,
+          branch: childBranch(view.branch, parallelLane(this.name, view.path, index)),
+        });
         statuses.push('pending');
         return;
       }

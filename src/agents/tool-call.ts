@@ -5,14 +5,23 @@
  */
 import type { FunctionCall } from '../core/content.js';
 import { AgentloomError, isInfrastructureError } from '../core/errors.js';
-import type { EventActions, StateAppend, ToolConfirmation } from '../core/event.js';
+import type { EventActions, ToolConfirmation } from '../core/event.js';
 import { newId } from '../core/ids.js';
-import { toResponseObject, type Tool, type ToolActions, type ToolContext } from '../tools/tool.js';
-import { childBranch } from './branch.js';
-import type { NodeRuntime, PauseRequest } from './context.js';
-import { REQUEST_CONFIRMATION, type Journal } from './journal.js';
-import type { LlmAgent } from './llm-agent.js';
-import { recordingState } from './state-accessor.js';
+import { toResponseObject, type Tool } from '../tools/tool.js';
+import { runChain } from './callbacks.js';
+import type { PauseRequest } from './context.js';
+import { REQUEST_CONFIRMATION } from './journal.js';
+import {
+  actionsOf,
+  ChildPaused,
+  makeToolContext,
+  stateWrites,
+  storeCallMarker,
+  type CallScope,
+  type MutableToolContext,
+} from './tool-context.js';
+
+export { ChildPaused };
 
 /** Placeholder response of a call awaiting confirmation (ADK's wording). */
 export const CONFIRMATION_PLACEHOLDER = 'This tool call requires confirmation, please approve or reject.';
@@ -24,20 +33,6 @@ export type CallResult =
   | { kind: 'done'; response: Record<string, unknown>; actions: Partial<EventActions> }
   | { kind: 'pending'; request: PauseRequest }
   | { kind: 'child_paused' };
-
-/** Thrown out of a tool when an AgentTool child paused: the calling node pauses with it. */
-export class ChildPaused extends Error {
-  constructor() {
-    super('agent tool child paused');
-  }
-}
-
-interface CallScope {
-  agent: LlmAgent;
-  rt: NodeRuntime;
-  journal: Journal;
-  tools: Map<string, Tool>;
-}
 
 /** Resolves one call from the journal, or runs it. */
 export async function resolveCall(scope: CallScope, call: FunctionCall): Promise<CallResult> {
@@ -107,69 +102,15 @@ async function emitResponse(
   return { kind: 'done', response, actions: event.actions };
 }
 
-interface MutableToolContext extends ToolContext {
-  confirmationRequest: { hint?: string; payload?: unknown } | undefined;
-  delta: Record<string, unknown>;
-  appends: StateAppend[];
-}
-
-function makeToolContext(
-  scope: CallScope,
-  call: FunctionCall,
-  toolConfirmation: ToolConfirmation | undefined,
-): MutableToolContext {
-  const { rt, agent } = scope;
-  const delta: Record<string, unknown> = {};
-  const appends: StateAppend[] = [];
-  const state = recordingState(() => rt.state(), delta, appends);
-  const actions: ToolActions = {};
-  const id = call.id as string;
-  const ctx: MutableToolContext = {
-    state,
-    appendToState: (key, value) => state.appendToState(key, value),
-    actions,
-    functionCallId: id,
-    invocationId: rt.invocationId,
-    agentName: agent.name,
-    idempotencyKey: `${rt.invocationId}:${id}`,
-    toolConfirmation,
-    confirmationRequest: undefined,
-    delta,
-    appends,
-    requestConfirmation(request = {}) {
-      ctx.confirmationRequest = request;
-    },
-    signal: rt.signal,
-    saveArtifact: (name, artifact) =>
-      rt.saveArtifact(name, {
-        mime: artifact.mime,
-        data: typeof artifact.data === 'string' ? new TextEncoder().encode(artifact.data) : artifact.data,
-      }),
-    loadArtifact: (name, version) => rt.loadArtifact(name, version),
-    endInvocation: () => rt.endInvocation(),
-    async runAgent(agentName) {
-      const segment = `${agentName}@${id}`;
-      const outcome = await rt.runChild(agentName, { segment, branch: childBranch(rt.branch, segment) });
-      if (outcome.status === 'paused') throw new ChildPaused();
-      return outcome;
-    },
-  };
-  return ctx;
-}
-
-function actionsOf(ctx: MutableToolContext): Partial<EventActions> {
-  const actions: Partial<EventActions> = { stateDelta: ctx.delta };
-  if (ctx.appends.length > 0) actions.appendToState = ctx.appends;
-  if (ctx.actions.escalate) actions.escalate = true;
-  if (ctx.actions.skipSummarization) actions.skipSummarization = true;
-  if (ctx.actions.transferToAgent) actions.transferToAgent = ctx.actions.transferToAgent;
-  return actions;
-}
-
+/**
+ * Asks a human to confirm the call: the placeholder response (carrying `writes`, what the before-tool callbacks
+ * stored in state: they are not asked again after the answer) and the adk_request_confirmation call.
+ */
 async function requestConfirmation(
   scope: CallScope,
   call: FunctionCall,
   request: { hint?: string; payload?: unknown },
+  writes: Partial<EventActions>,
 ): Promise<CallResult> {
   const requestId = newId('confirm');
   const toolConfirmation = { hint: request.hint, confirmed: false, payload: request.payload };
@@ -184,6 +125,7 @@ async function requestConfirmation(
     actions: {
       stateDelta: {},
       artifactDelta: {},
+      ...writes,
       requestedToolConfirmations: { [call.id as string]: toolConfirmation },
     },
   });
@@ -210,6 +152,63 @@ async function requestConfirmation(
   return { kind: 'pending', request: pendingConfirmation(call, requestId, request) };
 }
 
+function unknownTool(scope: CallScope, call: FunctionCall): Promise<CallResult> {
+  const known = [...scope.tools.keys()].join(', ') || 'none';
+  const error = `tool "${call.name}" is not available to ${scope.agent.name} (tools: ${known})`;
+  return emitResponse(scope, call, { error }, {});
+}
+
+/**
+ * The before-tool callbacks, then the confirmation check; a result when they decided the call's outcome. Skipped
+ * when the journal shows the call already got past them (a confirmation was answered, the call handed its work to
+ * a child node, an unsafe call was started): a re-run of the node never asks a callback again about a call it
+ * already let through.
+ */
+async function beforeTool(
+  scope: CallScope,
+  call: FunctionCall,
+  tool: Tool,
+  ctx: MutableToolContext,
+): Promise<CallResult | undefined> {
+  const id = call.id as string;
+  if (ctx.toolConfirmation || scope.journal.wasDelegated(id) || scope.journal.wasStarted(id))
+    return undefined;
+  const args = call.args ?? {};
+  const answer = await runChain(scope.agent.callbacks.beforeToolCallback, tool, args, ctx);
+  if (answer) return emitResponse(scope, call, answer, actionsOf(ctx));
+  if (await tool.requiresConfirmation(args, ctx))
+    return requestConfirmation(scope, call, {}, stateWrites(ctx));
+  return undefined;
+}
+
+/**
+ * An unsafe tool's crash guard: a call started before (marker stored, no response) is in doubt until a human
+ * decides; a first start stores the marker. Returns a result when the call must not run now.
+ */
+async function guardUnsafe(
+  scope: CallScope,
+  call: FunctionCall,
+  ctx: MutableToolContext,
+): Promise<CallResult | undefined> {
+  const id = call.id as string;
+  if (!scope.journal.wasStarted(id)) {
+    // Crash after this marker and before the response → the call is in doubt, never silently re-run.
+    await storeCallMarker(scope, ctx, { startedCall: id });
+    await scope.rt.fault('after-tool-start');
+    return undefined;
+  }
+  const answer = scope.journal.userResponse(id);
+  if (!answer) return { kind: 'pending', request: { ...pendingLongRunning(call), kind: 'in_doubt' } };
+  // The human decided: skip with a given result, fail the call, or run it again.
+  if (answer.response.action === 'skip')
+    return emitResponse(scope, call, toResponseObject(answer.response.result ?? {}), {});
+  if (answer.response.action === 'fail') {
+    const message = String(answer.response.message ?? 'The tool call was abandoned after a crash.');
+    return emitResponse(scope, call, { error: message }, {});
+  }
+  return undefined;
+}
+
 async function runTool(
   scope: CallScope,
   call: FunctionCall,
@@ -217,45 +216,17 @@ async function runTool(
 ): Promise<CallResult> {
   const { agent } = scope;
   const tool = scope.tools.get(call.name);
-  if (!tool) {
-    const known = [...scope.tools.keys()].join(', ') || 'none';
-    return emitResponse(
-      scope,
-      call,
-      { error: `tool "${call.name}" is not available to ${agent.name} (tools: ${known})` },
-      {},
-    );
-  }
+  if (!tool) return unknownTool(scope, call);
   const args = call.args ?? {};
   const ctx = makeToolContext(scope, call, toolConfirmation);
-  const before = await agent.options.beforeToolCallback?.(tool, args, ctx);
-  if (before) return emitResponse(scope, call, before, actionsOf(ctx));
-  if (!toolConfirmation && (await tool.requiresConfirmation(args, ctx)))
-    return requestConfirmation(scope, call, {});
+  const decided = await beforeTool(scope, call, tool, ctx);
+  if (decided) return decided;
   if (tool.sideEffects === 'unsafe') {
-    if (scope.journal.wasStarted(call.id as string)) {
-      const answer = scope.journal.userResponse(call.id as string);
-      if (!answer) return { kind: 'pending', request: { ...pendingLongRunning(call), kind: 'in_doubt' } };
-      // The human decided: skip with a given result, fail the call, or run it again.
-      if (answer.response.action === 'skip')
-        return emitResponse(scope, call, toResponseObject(answer.response.result ?? {}), {});
-      if (answer.response.action === 'fail') {
-        return emitResponse(
-          scope,
-          call,
-          { error: String(answer.response.message ?? 'The tool call was abandoned after a crash.') },
-          {},
-        );
-      }
-    } else {
-      // Crash after this marker and before the response → the call is in doubt, never silently re-run.
-      await scope.rt.emit({
-        author: agent.name,
-        actions: { stateDelta: {}, artifactDelta: {}, agentState: { startedCall: call.id } },
-      });
-      await scope.rt.fault('after-tool-start');
-    }
+    const guarded = await guardUnsafe(scope, call, ctx);
+    if (guarded) return guarded;
   }
+  // What the before-tool callbacks wrote and no marker stored: kept with a confirmation the tool may request.
+  const beforeWrites = stateWrites(ctx);
   let response: Record<string, unknown>;
   try {
     await scope.rt.checkLease();
@@ -263,13 +234,12 @@ async function runTool(
   } catch (err) {
     if (err instanceof ChildPaused) return { kind: 'child_paused' };
     if (isControlFlow(err)) throw err;
-    const recovered = await agent.options.onToolErrorCallback?.(tool, args, ctx, err);
+    const recovered = await runChain(agent.callbacks.onToolErrorCallback, tool, args, ctx, err);
     response = recovered ?? { error: err instanceof Error ? err.message : String(err) };
   }
   if (ctx.confirmationRequest && !toolConfirmation)
-    return requestConfirmation(scope, call, ctx.confirmationRequest);
-  const after = await agent.options.afterToolCallback?.(tool, args, ctx, response);
-  if (after) response = after;
+    return requestConfirmation(scope, call, ctx.confirmationRequest, beforeWrites);
+  response = (await runChain(agent.callbacks.afterToolCallback, tool, args, ctx, response)) ?? response;
   const result = await emitResponse(scope, call, response, actionsOf(ctx), tool.isLongRunning);
   if (tool.isLongRunning) return { kind: 'pending', request: pendingLongRunning(call) };
   return result;

@@ -3,32 +3,28 @@
  * every bad setting is reported at once, each naming the flag or variable and what to write instead.
  */
 import { z } from 'zod';
-import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
+import {
+  checkProcessSettings,
+  parseProcessConfig,
+  processFields,
+  processInput,
+  type ProcessFlags,
+} from '../config/process-config.js';
 import { parseApiKeys, type ApiKey } from './auth.js';
 
 /** Flags of `agentloom api` as commander gives them (strings). */
-export interface ApiFlags {
+export interface ApiFlags extends ProcessFlags {
   port?: string;
-  apps?: string;
-  queue?: string;
 }
 
 const apiSchema = z
   .object({
-    apps: z
-      .string({
-        error:
-          'set --apps PATH or AGENTLOOM_APPS: the apps module (or YAML) the workers serve; the API needs it to accept invocations',
-      })
-      .min(1),
-    databaseUrl: z.string({
-      error:
+    ...processFields({
+      apps: 'set --apps PATH or AGENTLOOM_APPS: the apps module (or YAML) the workers serve; the API needs it to accept invocations',
+      databaseUrl:
         'the API runs on PostgreSQL: set DATABASE_URL=postgres://… (for an embedded engine with its API use `agentloom dev`)',
     }),
-    queue: z.enum(['redis', 'postgres'], { error: "--queue must be 'redis' or 'postgres'" }),
-    redisUrl: z.string().optional(),
-    prefix: z.string().optional(),
     port: z.coerce
       .number({ error: '--port / PORT must be a number' })
       .int('--port / PORT must be a whole number')
@@ -41,38 +37,18 @@ const apiSchema = z
         ctx.addIssue({ code: 'custom', message: (err as Error).message });
       }
     }),
-    logLevel: z.string(),
   })
-  .superRefine((config, ctx) => {
-    if (config.queue === 'redis' && !config.redisUrl) {
-      ctx.addIssue({
-        code: 'custom',
-        path: ['redisUrl'],
-        message: 'the redis queue needs REDIS_URL=redis://…; or run without Redis with --queue postgres',
-      });
-    }
-  });
+  .superRefine(checkProcessSettings);
 
 /** The resolved configuration of an API process. */
 export type ApiConfig = Readonly<Omit<z.infer<typeof apiSchema>, 'apiKeys'> & { apiKeys: readonly ApiKey[] }>;
 
 /** Resolves flags and environment into an {@link ApiConfig}; throws CONFIG listing every problem. */
 export function apiConfig(flags: ApiFlags, env: EnvConfig = loadEnv()): ApiConfig {
-  const parsed = apiSchema.safeParse({
-    apps: flags.apps ?? env.AGENTLOOM_APPS,
-    databaseUrl: env.DATABASE_URL,
-    queue: flags.queue ?? 'redis',
-    redisUrl: env.REDIS_URL,
-    prefix: env.AGENTLOOM_QUEUE_PREFIX,
+  const config = parseProcessConfig('api', apiSchema, {
+    ...processInput(flags, env),
     port: flags.port ?? env.PORT ?? 8080,
     apiKeys: env.AGENTLOOM_API_KEYS ?? '',
-    logLevel: env.LOG_LEVEL ?? 'info',
   });
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => i.message).join('; ');
-    throw new AgentloomError('CONFIG', `agentloom api: ${problems}`, {
-      details: { fields: parsed.error.issues.map((i) => i.path.join('.')) },
-    });
-  }
-  return Object.freeze({ ...parsed.data, apiKeys: parseApiKeys(parsed.data.apiKeys) });
+  return Object.freeze({ ...config, apiKeys: parseApiKeys(config.apiKeys) });
 }

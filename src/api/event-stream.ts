@@ -7,7 +7,8 @@
  * - Streamed partial events (never stored) are messages without an id: they do not move the resume point.
  * - A comment line every `heartbeatMs` keeps proxies from closing an idle stream.
  * - When the invocation settles (completed, paused, failed, cancelled) an `end` event carries its status and the
- *   stream closes; with `stay`, it stays open and continues when the invocation moves again (answered, retried).
+ *   stream closes; with `stay`, a `status` event carries it instead, and the stream stays open and continues when
+ *   the invocation moves again (answered, retried).
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -140,11 +141,13 @@ export async function streamEvents(o: EventStreamOptions): Promise<void> {
         await write(message(event));
       }
       if (signal.aborted) return;
+      const { status } = await o.engine.get(o.invocationId);
       if (!o.stay) {
-        const { status } = await o.engine.get(o.invocationId);
         await write(`event: end\ndata: ${JSON.stringify({ status, lastSeq: after })}\n\n`);
         return;
       }
+      // Staying: say that it settled (a client following across pauses learns when to answer, and when it ended).
+      await write(`event: status\ndata: ${JSON.stringify({ status, lastSeq: after })}\n\n`);
       await waitForChange(o, after, signal);
       if (signal.aborted) return;
     }

@@ -7,7 +7,7 @@ import type { BaseAgent } from '../agents/base-agent.js';
 import type { InvocationView } from '../engine/views.js';
 import type { InvocationRow } from '../store/invocations.js';
 import { HttpError } from './errors.js';
-import type { InvocationCursor } from './queries.js';
+import type { InvocationCursor } from '../store/queries.js';
 import {
   PLAIN_TEXT,
   type AgentNodeJson,

@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../store/database.js';
-import { countInvocations, countPendingCalls } from './queries.js';
+import { countInvocations, countPendingCalls } from '../store/queries.js';
 import { INVOCATION_STATUSES } from './schemas.js';
 
 const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt'] as const;

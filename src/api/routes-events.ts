@@ -39,7 +39,8 @@ export function eventRoutes(app: ApiApp, ctx: RouteContext): void {
       description:
         'SSE: each stored event is a message whose id is its seq (reconnect with Last-Event-ID to resume); ' +
         'streamed partial events have no id; a comment line is sent as a heartbeat; when the invocation settles ' +
-        'an `end` event carries its status and the stream closes, unless `stay=1`. A reconnect to a settled ' +
+        'an `end` event carries its status and the stream closes; with `stay=1` a `status` event carries it ' +
+        'and the stream stays open. A reconnect to a settled ' +
         'invocation with nothing left to send answers 204 (browsers then stop reconnecting).',
       params: idParamsSchema,
       querystring: eventsQuerySchema,

@@ -8,7 +8,7 @@ import { canSee } from './auth.js';
 import { errorResponses, type ApiApp, type RouteContext } from './context.js';
 import { HttpError } from './errors.js';
 import { decodeCursor, encodeCursor, invocationJson, invocationSummaryJson } from './json-views.js';
-import { listInvocationsPage } from './queries.js';
+import { listInvocationsPage } from '../store/queries.js';
 import {
   appParamsSchema,
   callParamsSchema,

@@ -2,7 +2,7 @@
 import { principalOf } from './access.js';
 import { errorResponses, type ApiApp, type RouteContext } from './context.js';
 import { HttpError, routeNotFound } from './errors.js';
-import { pingDatabase } from './queries.js';
+import { pingDatabase } from '../store/queries.js';
 import { healthSchema, readySchema } from './schemas.js';
 
 /** Routes that answer without a key (load balancers and orchestrators probe them). */

@@ -3,9 +3,11 @@
  * and reads, never runs steps), behind the HTTP API. Start as many as you like behind a load balancer. SIGTERM /
  * SIGINT close it: open event streams end (clients resume elsewhere with Last-Event-ID), then it exits 0.
  */
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { queueOption } from '../config/process-config.js';
 import { createEngine } from '../engine/create-engine.js';
 import type { Engine } from '../engine/engine.js';
+import { handleShutdownSignals, processLogger } from '../engine/process-lifecycle.js';
 import type { ApiConfig } from './api-config.js';
 import type { ApiApp } from './context.js';
 import { createApiServer } from './server.js';
@@ -43,16 +45,11 @@ export interface RunningApi {
 
 /** Starts an API process from its configuration and installs the signal handlers. */
 export async function runApi(config: ApiConfig, logger?: Logger): Promise<RunningApi> {
-  const log = logger ?? pino({ level: config.logLevel, base: { pid: process.pid } });
-  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
-  const queue =
-    config.queue === 'redis'
-      ? { redis: config.redisUrl as string, prefix: config.prefix }
-      : { postgres: config.databaseUrl, prefix: config.prefix };
+  const log = processLogger(config.logLevel, logger);
   const engine = await createEngine({
     apps: config.apps,
     database: config.databaseUrl,
-    queue,
+    queue: queueOption(config),
     worker: false,
     logger: log,
   });
@@ -65,28 +62,15 @@ export async function runApi(config: ApiConfig, logger?: Logger): Promise<Runnin
     await engine.close();
     throw err;
   }
-  let stopping: Promise<void> | undefined;
-  const shutdown = (): Promise<void> =>
-    (stopping ??= (async () => {
-      log.info('api stopping');
+  const shutdown = handleShutdownSignals({
+    name: 'api',
+    logger: log,
+    forceExitAfterMs: FORCE_EXIT_MS,
+    stop: async () => {
       await server.close();
       await engine.close();
-      log.info('api stopped');
-    })());
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      setTimeout(() => {
-        log.warn({ afterMs: FORCE_EXIT_MS }, 'api stop timed out; exiting');
-        process.exit(0);
-      }, FORCE_EXIT_MS).unref();
-      shutdown()
-        .then(() => process.exit(0))
-        .catch((err: unknown) => {
-          log.error({ err }, 'api shutdown failed');
-          process.exit(1);
-        });
-    });
-  }
+    },
+  });
   log.info(
     {
       url,

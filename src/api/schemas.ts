@@ -102,6 +102,12 @@ export const enqueueBodySchema = z.strictObject({
   stateDelta: jsonObject.optional(),
   maxLlmCalls: z.number().int().min(1).max(1_000_000).optional(),
   idempotencyKey: text(256).optional(),
+  startAt: z
+    .enum(['auto', 'root'])
+    .optional()
+    .describe(
+      "in an existing session: 'auto' (default) starts at the agent the conversation was transferred to, 'root' at the root agent",
+    ),
 });
 export type EnqueueBody = z.infer<typeof enqueueBodySchema>;
 

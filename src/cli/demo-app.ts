@@ -12,6 +12,7 @@ import {
   ParallelAgent,
   ScriptedModel,
   SequentialAgent,
+  type AppDefinition,
   type Model,
   type ModelReply,
   type ScriptedTurn,
@@ -110,6 +111,17 @@ export function buildWriterPipeline(
       }),
     ],
   });
+}
+
+/** The name the example app is served under (`agentloom dev` without `--apps`, `agentloom demo`). */
+export const EXAMPLE_APP = 'writer';
+
+/** The input of the example run that `npm start` and `agentloom demo` enqueue. */
+export const EXAMPLE_INPUT = 'Write a short post about durable AI agents';
+
+/** The example app: the writer pipeline on scripted models, or on Gemini when `gemini` is true. */
+export function exampleApps(gemini = false): AppDefinition[] {
+  return [{ name: EXAMPLE_APP, agent: buildWriterPipeline(gemini ? 'gemini-2.5-flash' : undefined) }];
 }
 
 export { scriptedReply };

@@ -1,5 +1,5 @@
 /**
- * `npm start` / `agentloom demo`: runs the reference pipeline on an embedded engine (PGlite on disk, in-process
+ * `npm run demo` / `agentloom demo`: runs the reference pipeline on an embedded engine (PGlite on disk, in-process
  * queue), printing each event with its branch and author, pausing for the publish confirmation and answering
  * it, then printing the checkpoints. Offline with scripted models; on Gemini when GEMINI_API_KEY is set.
  */

@@ -1,15 +1,22 @@
-/** The agentloom command line. */
-import { Command } from 'commander';
+/**
+ * The agentloom command line. Exit codes (CONTRACT.md "Command line"): 0 completed / ok, 1 failed or invalid,
+ * 2 bad usage, 3 paused. The engine, the store and the HTTP framework are imported by the commands that use them,
+ * so the client commands (which only speak HTTP) start fast.
+ */
+import { Command, CommanderError } from 'commander';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
-import { migrate, openDatabase } from '../store/index.js';
-import { workerConfig, type WorkerFlags } from '../config/worker-config.js';
-import { runWorker } from '../workers/worker.js';
-import { runDemo } from './demo.js';
-import { printStatus } from './status.js';
-import { runValidate, type ValidateFlags } from './validate.js';
+import type { WorkerFlags } from '../config/worker-config.js';
+import { describeError, EXIT, exitCodeOfError } from './cli-errors.js';
+import { registerClientCommands } from './client-commands.js';
+import type { DevFlags } from './dev.js';
+import type { ValidateFlags } from './validate.js';
 
-const program = new Command('agentloom').description('A durable workflow engine for ADK-style AI agents');
+const program = new Command('agentloom')
+  .description('A durable workflow engine for ADK-style AI agents')
+  // Usage errors (unknown flag, missing argument) throw instead of exiting, so they exit 2; inherited by commands.
+  .exitOverride()
+  .showHelpAfterError();
 
 program
   .command('demo')
@@ -19,6 +26,7 @@ program
   .option('--data <dir>', 'PGlite data directory (recreated)', '.agentloom/demo')
   .option('--topic <text>', 'what to write about')
   .action(async (opts: { data: string; topic?: string }) => {
+    const { runDemo } = await import('./demo.js');
     const status = await runDemo({ dataDir: opts.data, topic: opts.topic });
     process.exitCode = status === 'completed' ? 0 : 1;
   });
@@ -38,6 +46,7 @@ program
         'migrate needs a database: set DATABASE_URL, or pass --database postgres://… or --data DIR',
       );
     }
+    const { migrate, openDatabase } = await import('../store/index.js');
     const database = await openDatabase(opts.data ? { pglite: opts.data } : (url as string));
     try {
       const applied = await migrate(database);
@@ -47,23 +56,6 @@ program
     } finally {
       await database.close();
     }
-  });
-
-program
-  .command('status <id>')
-  .description(
-    'show an invocation: its status, the definition hash it needs, its node tree and pending calls',
-  )
-  .option('--database <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
-  .action(async (id: string, opts: { database?: string }) => {
-    const url = opts.database ?? loadEnv().DATABASE_URL;
-    if (!url) {
-      throw new AgentloomError(
-        'CONFIG',
-        'status needs a database: set DATABASE_URL, or pass --database postgres://…',
-      );
-    }
-    await printStatus(url, id);
   });
 
 program
@@ -85,7 +77,13 @@ program
     '--grace-ms <ms>',
     'on SIGTERM, how long running steps may finish before they are released (default 30000)',
   )
+  .option(
+    '--metrics-port <n>',
+    'serve Prometheus metrics of its steps, model and tool calls on this port at /metrics (default $AGENTLOOM_METRICS_PORT; none when unset)',
+  )
   .action(async (opts: WorkerFlags) => {
+    const { workerConfig } = await import('../config/worker-config.js');
+    const { runWorker } = await import('../workers/worker.js');
     await runWorker(workerConfig(opts));
   });
 
@@ -120,18 +118,45 @@ program
     'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files use are checked against them',
   )
   .action(async (path: string, opts: ValidateFlags) => {
+    const { runValidate } = await import('./validate.js');
     process.exitCode = await runValidate(path, opts);
   });
+
+program
+  .command('dev')
+  .description(
+    'everything in one process, no servers needed: PGlite + in-process queue + HTTP API + worker; serves --apps, or the example app',
+  )
+  .option(
+    '--apps <path>',
+    'a module exporting `apps` (and optionally `tools`, `models`), a YAML file or a folder of them; default $AGENTLOOM_APPS, else the example app',
+  )
+  .option(
+    '--port <n>',
+    'port to listen on (default $PORT or 8080; 0: any free port); without AGENTLOOM_API_KEYS, on loopback only',
+  )
+  .option('--data <dir>', 'PGlite data directory, kept across restarts (default .agentloom/data)')
+  .option(
+    '--walkthrough',
+    'enqueue one run of the example app through the API, print its live events and how to approve its pause (npm start)',
+  )
+  .action(async (opts: DevFlags) => {
+    const { devConfig, runDev } = await import('./dev.js');
+    await runDev(devConfig(opts));
+  });
+
+registerClientCommands(program);
 
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  const message =
-    err instanceof AgentloomError
-      ? `${err.code}: ${err.message}`
-      : err instanceof Error
-        ? err.message
-        : String(err);
-  console.error(`agentloom: ${message}`);
-  process.exitCode = 1;
+  if (err instanceof CommanderError) {
+    // Commander has printed the problem and the command's usage. Asked-for help or version: ok; else bad usage.
+    const asked = err.code === 'commander.helpDisplayed' || err.code === 'commander.version';
+    process.exitCode = asked ? EXIT.ok : EXIT.usage;
+  } else {
+    // One plain line, never a stack trace: the message says what to do.
+    console.error(`agentloom: ${describeError(err)}`);
+    process.exitCode = exitCodeOfError(err);
+  }
 }

@@ -1,22 +1,21 @@
 /**
- * `agentloom status ID` read straight from the database: what an operator of workers sees without an API — the
- * invocation, the definition hash a worker must serve to run it, its node tree and its pending calls.
+ * `agentloom status ID` through the HTTP API (so it works against `dev` and `api` alike): the invocation, the
+ * definition hash a worker must serve to run it, its node tree (status, loop iteration, attempt) and its pending
+ * calls with the command lines that answer them.
  */
-import { pino } from 'pino';
-import { createEngine } from '../engine/create-engine.js';
-import type { InvocationView, NodeView } from '../engine/views.js';
+import type { InvocationJson } from '../api/schemas.js';
+import type { ApiClient, NodeJson } from './api-client.js';
+import { answerLines, type HintOptions } from './pending.js';
 
-/** Renders an invocation and its nodes as the lines `status` prints. */
-export function formatStatus(view: InvocationView, nodes: NodeView[]): string[] {
-  const lines = [
-    `invocation ${view.id}  app ${view.app}  status ${view.status}`,
-    `definition ${view.definitionHash}  (run only by workers serving this definition of "${view.app}")`,
-    `model calls ${view.llmCalls}/${view.maxLlmCalls}`,
-  ];
-  if (view.error) lines.push(`error ${view.error.code}: ${view.error.message}`);
-  if (view.output !== null && view.status === 'completed') lines.push(`output ${view.output}`);
-  lines.push('nodes');
-  // Depth first from the root, siblings in the order they were created (engine.nodes order).
+/** The invocation fields `status` shows. */
+export type StatusView = Pick<
+  InvocationJson,
+  'id' | 'app' | 'status' | 'definitionHash' | 'llmCalls' | 'maxLlmCalls' | 'error' | 'output' | 'pending'
+>;
+
+/** The node tree, depth first from the root, siblings in the order the API lists them (creation order). */
+function treeLines(nodes: NodeJson[]): string[] {
+  const lines: string[] = [];
   const parentOf = (path: string) => path.slice(0, Math.max(0, path.lastIndexOf('/')));
   const visit = (parent: string, depth: number): void => {
     for (const node of nodes.filter((n) => parentOf(n.path) === parent)) {
@@ -29,28 +28,32 @@ export function formatStatus(view: InvocationView, nodes: NodeView[]): string[] 
     }
   };
   visit('', 1);
+  return lines;
+}
+
+/** Renders an invocation and its nodes as the lines `status` prints. */
+export function formatStatus(view: StatusView, nodes: NodeJson[], hints?: HintOptions): string[] {
+  const lines = [
+    `invocation ${view.id}  app ${view.app}  status ${view.status}`,
+    `definition ${view.definitionHash}  (run only by workers serving this definition of "${view.app}")`,
+    `model calls ${view.llmCalls}/${view.maxLlmCalls}`,
+  ];
+  if (view.error) lines.push(`error ${view.error.code}: ${view.error.message}`);
+  if (view.output !== null && view.status === 'completed') lines.push(`output ${view.output}`);
+  lines.push('nodes', ...treeLines(nodes));
   for (const call of view.pending) {
     lines.push(
       `pending ${call.kind} ${call.callId}: ${call.name}(${JSON.stringify(call.args)}) at ${call.nodePath}`,
     );
+    if (hints) lines.push(...answerLines(view.id, call, hints));
   }
   return lines;
 }
 
-/** Prints the status of one invocation from the database at `url`. */
-export async function printStatus(url: string, invocationId: string): Promise<InvocationView> {
-  const engine = await createEngine({
-    apps: [],
-    database: url,
-    queue: 'local',
-    worker: false,
-    logger: pino({ level: 'silent' }),
-  });
-  try {
-    const view = await engine.get(invocationId);
-    for (const line of formatStatus(view, await engine.nodes(invocationId))) console.log(line);
-    return view;
-  } finally {
-    await engine.close();
-  }
+/** Prints the status of one invocation as the API reports it; returns the invocation. */
+export async function printStatus(client: ApiClient, invocationId: string): Promise<InvocationJson> {
+  const view = await client.invocation(invocationId);
+  const nodes = await client.nodes(invocationId);
+  for (const line of formatStatus(view, nodes, { url: client.config.url })) console.log(line);
+  return view;
 }

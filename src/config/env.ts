@@ -20,6 +20,8 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+$/, 'use letters, digits, _ and - (it names the queue)')
     .optional(),
   AGENTLOOM_API_KEYS: z.string().optional(),
+  /** Port of a worker's Prometheus endpoint (`agentloom worker --metrics-port`). */
+  AGENTLOOM_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   /** Where the CLI's client commands reach the API (default http://127.0.0.1:8080). */
   AGENTLOOM_URL: z
     .string()

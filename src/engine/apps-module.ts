@@ -26,17 +26,28 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** Whether this module registered tsx's loader (once per process). */
+let tsxRegistered = false;
+
 /**
- * Imports a module. A TypeScript module loads as it is when this process runs with tsx's loader (the CLI does),
- * and otherwise through tsx's `tsImport` (tsx is a dependency).
+ * Imports a module. A TypeScript module loads as it is when this process runs with tsx's loader (the CLI does when
+ * it runs the sources), and otherwise (the compiled CLI: `dist/`, the Docker image) after registering tsx's loader
+ * for the whole process (tsx is a dependency). Not through `tsImport`: that loads the module in a namespace of its
+ * own, where its `import … from 'agentloom'` would be a second copy of the package, whose agents this engine
+ * would not recognise as agents.
  */
 async function importModule(url: string, typescript: boolean): Promise<Record<string, unknown>> {
   try {
     return (await import(url)) as Record<string, unknown>;
   } catch (err) {
     if (!typescript || (err as { code?: string }).code !== 'ERR_UNKNOWN_FILE_EXTENSION') throw err;
-    const { tsImport } = await import('tsx/esm/api');
-    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+    if (!tsxRegistered) {
+      const { register } = await import('tsx/esm/api');
+      register();
+      tsxRegistered = true;
+    }
+    // Another URL for the same file: the loader remembers the failed import of the first one.
+    return (await import(`${url}${url.includes('?') ? '&' : '?'}ts`)) as Record<string, unknown>;
   }
 }
 

@@ -27,6 +27,8 @@ import type { AppDefinition, RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
 import { nodeKind, Scheduler } from './scheduler.js';
 import { followEvents, waitForSettled } from './follow.js';
+import { agentToContinue, type StartAt } from './start-agent.js';
+import { observeModel, observeModels, observeSteps, observeTools, type EngineObserver } from './observer.js';
 import { invocationView, type InvocationView, type NodeView } from './views.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
@@ -71,6 +73,8 @@ export interface EngineOptions {
   reconcileStaleMs?: number;
   /** Delay before a job of another definition of an app is offered again (rolling deploys). Default 5 000 ms. */
   deferMs?: number;
+  /** Called back when step jobs end and registered models and tools answer (metrics); see observer.ts. */
+  observer?: EngineObserver;
 }
 
 /** The parts an engine runs on, resolved from {@link EngineOptions} by `createEngine`. */
@@ -98,6 +102,23 @@ export interface EnqueueInput {
   maxLlmCalls?: number;
   idempotencyKey?: string;
   createdBy?: string;
+  /**
+   * Where the invocation starts in an existing session: `'auto'` (default) at the agent the conversation was last
+   * transferred to, when it can still transfer back up the tree (ADK's Runner rule; otherwise the root); `'root'`
+   * always at the app's root agent. A new session always starts at the root.
+   */
+  startAt?: StartAt;
+}
+
+function startAtOf(input: EnqueueInput): StartAt {
+  const startAt = input.startAt ?? 'auto';
+  if (startAt !== 'auto' && startAt !== 'root') {
+    const got = JSON.stringify(startAt);
+    throw new AgentloomError('VALIDATION', `startAt must be 'auto' or 'root', got ${got}`, {
+      details: { field: 'startAt' },
+    });
+  }
+  return startAt;
 }
 
 /** A running agentloom engine. */
@@ -131,6 +152,7 @@ export class Engine {
     this.partials.setMaxListeners(0);
     const geminiCache = new Map<string, Model>();
     const { geminiApiKey } = parts;
+    const { observer } = options;
     this.scheduler = new Scheduler({
       store: parts.store,
       queue: parts.queue,
@@ -140,12 +162,15 @@ export class Engine {
       leaseMs: this.leaseMs,
       maxStepMs: options.maxStepMs ?? 600_000,
       deferMs: options.deferMs ?? 5_000,
-      models: parts.models,
-      tools: parts.tools,
+      models: observeModels(parts.models, observer, parts.logger),
+      tools: observeTools(parts.tools, observer, parts.logger),
       defaultModel: (name) => {
         if (!geminiApiKey || !name.startsWith('gemini')) return undefined;
         let model = geminiCache.get(name);
-        if (!model) geminiCache.set(name, (model = new Gemini({ model: name, apiKey: geminiApiKey })));
+        if (!model) {
+          model = observeModel(new Gemini({ model: name, apiKey: geminiApiKey }), observer, parts.logger);
+          geminiCache.set(name, model);
+        }
         return model;
       },
       fault: async (point, info) => {
@@ -186,7 +211,8 @@ export class Engine {
         ),
       );
     });
-    this.stopWorker = await this.queue.process((job) => this.scheduler.handle(job), {
+    const handler = observeSteps((job) => this.scheduler.handle(job), this.options.observer, this.logger);
+    this.stopWorker = await this.queue.process(handler, {
       concurrency: options.concurrency ?? 64,
       definitions: [...this.apps.values()].map((app) => app.definitionHash),
     });
@@ -276,7 +302,10 @@ export class Engine {
     }
   }
 
-  /** Enqueues an invocation: stores the user event, the invocation and its root node, then wakes the root. */
+  /**
+   * Enqueues an invocation: stores the user event, the invocation and its first node (the root agent, or in an
+   * existing session the agent that took the conversation over — see `startAt`), then wakes that node.
+   */
   async enqueue(input: EnqueueInput): Promise<{ invocationId: string; sessionId: string; status: string }> {
     const app = this.apps.get(input?.app);
     if (!app) {
@@ -306,6 +335,7 @@ export class Engine {
         details: { field: 'maxLlmCalls' },
       });
     }
+    const startAt = startAtOf(input);
     const result = await this.store.transaction(async (tx) => {
       let sessionId = input.sessionId;
       const existing = sessionId ? await getSession(tx, sessionId) : undefined;
@@ -316,13 +346,14 @@ export class Engine {
       }
       if (!existing)
         sessionId = (await createSessionTx(tx, { app: app.name, userId: input.userId, id: sessionId })).id;
+      const start = existing && startAt === 'auto' ? await agentToContinue(tx, app, existing.id) : app.root;
       const id = newId('inv');
       const { row, created } = await insertInvocationTx(tx, {
         id,
         app: app.name,
         sessionId: sessionId as string,
         userId: input.userId,
-        rootAgent: app.root.name,
+        rootAgent: start.name,
         definitionHash: app.definitionHash,
         status: 'queued',
         input: content as unknown as Record<string, unknown>,
@@ -342,10 +373,10 @@ export class Engine {
       });
       const job = await insertNodeTx(tx, {
         invocationId: id,
-        path: app.root.name,
+        path: start.name,
         parentPath: null,
-        agent: app.root.name,
-        kind: nodeKind(app.root),
+        agent: start.name,
+        kind: nodeKind(start),
         branch: null,
       });
       return { row, jobs: job ? [job] : [] };

@@ -5,3 +5,4 @@ export * from './registry.js';
 export * from './runner.js';
 export type { InvocationView, NodeView, PendingCall } from './views.js';
 export type { FunctionResponseInput } from './resume.js';
+export type { StartAt } from './start-agent.js';

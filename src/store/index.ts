@@ -10,3 +10,4 @@ export * from './invocations.js';
 export * from './nodes.js';
 export * from './tool-requests.js';
 export * from './pg-pool.js';
+export * from './queries.js';

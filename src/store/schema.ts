@@ -118,6 +118,10 @@ export const invocations = pgTable(
     uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
     index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
     index('invocations_session_idx').on(t.sessionId),
+    // The API's list (newest first, the id as tie-breaker and keyset cursor), for all apps or one. NULLS FIRST
+    // is what `ORDER BY … DESC` means: an index sorted otherwise would not serve that order.
+    index('invocations_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
+    index('invocations_app_created_idx').on(t.app, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   ],
 );
 

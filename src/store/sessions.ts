@@ -1,8 +1,8 @@
-import { and, desc, eq, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
 import type { Db } from './database.js';
-import { appStates, invocations, sessions, userStates } from './schema.js';
+import { appStates, events, invocations, sessions, userStates } from './schema.js';
 import { applyToState, assertPlainObject, mergeScopes, splitDelta } from './state.js';
 
 type Json = Record<string, unknown>;
@@ -163,4 +163,31 @@ export async function listSessions(db: Db, options: ListSessionsOptions): Promis
     .orderBy(desc(sessions.updatedAt))
     .limit(options.limit ?? 100);
   return rows.map(toSessionRecord);
+}
+
+/**
+ * The newest author among `authors` of a session's events, skipping checkpoint and end-of-agent events (which say
+ * where a workflow stands, not who spoke): whom the conversation was with last (ADK's Runner looks the same way).
+ * One indexed query scanning the session's events newest first.
+ */
+export async function lastAuthorAmong(
+  db: Db,
+  sessionId: string,
+  authors: readonly string[],
+): Promise<string | undefined> {
+  if (authors.length === 0) return undefined;
+  const [row] = await db
+    .select({ author: events.author })
+    .from(events)
+    .where(
+      and(
+        eq(events.sessionId, sessionId),
+        inArray(events.author, [...authors]),
+        sql`coalesce(jsonb_typeof(${events.actions} -> 'agentState'), 'null') = 'null'`,
+        sql`coalesce((${events.actions} ->> 'endOfAgent')::boolean, false) = false`,
+      ),
+    )
+    .orderBy(desc(events.seq))
+    .limit(1);
+  return row?.author;
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { AgentloomError } from '../core/errors.js';
 import type { BaseAgent } from '../agents/base-agent.js';
 import type { ToolDeclaration } from '../models/model.js';
-import type { Tool, ToolContext } from './tool.js';
+import { toResponseObject, type Tool, type ToolContext } from './tool.js';
 
 /** Options of {@link AgentTool}. */
 export interface AgentToolOptions {
@@ -16,7 +16,8 @@ const requestSchema = z.object({ request: z.string() });
 /**
  * Offers an agent to a model as a tool. The agent runs as a child node of the call in the same invocation and
  * session (branch `<branch>.<agent>@<callId>`): its state changes are shared, its model calls count in the same
- * budget, and its confirmation requests surface to the user. Its last final text is the tool result.
+ * budget, and its confirmation requests surface to the user. Its last final text is the tool result
+ * (`{result}`); an LlmAgent with `outputSchema` returns the validated object itself, as ADK does.
  */
 export class AgentTool implements Tool {
   readonly name: string;
@@ -64,6 +65,7 @@ export class AgentTool implements Tool {
       );
     }
     if (this.skipSummarization) ctx.actions.skipSummarization = true;
-    return { result: outcome.output ?? '' };
+    // An answer that does not match the agent's outputSchema throws OUTPUT_SCHEMA: the model sees it as {error}.
+    return toResponseObject(this.agent.outputValue(outcome.output ?? ''));
   }
 }

@@ -1,63 +1,47 @@
 /**
- * `agentloom api` as a real process with a real `agentloom worker` on PostgreSQL + Redis: a run driven only through
- * HTTP — enqueued with a key, followed over SSE until it pauses for confirmation, confirmed, followed again with
- * Last-Event-ID until it completes (every event exactly once) — while the API process itself runs no step.
- * SIGTERM stops the API with exit code 0.
+ * `agentloom api` as a real process with two real `agentloom worker` processes on PostgreSQL + Redis, API keys on:
+ *
+ * - a run driven only through HTTP — enqueued with a key, followed over SSE until it pauses for confirmation,
+ *   confirmed, followed again with Last-Event-ID until it completes (every event exactly once) — while the API
+ *   process itself runs no step;
+ * - the example app's flow of `agentloom dev` (live SSE with branch labels, a disconnect and a Last-Event-ID
+ *   reconnect, the pause confirmed on a stream that stays open, completion; issue 9, acceptance 2);
+ * - every client command of the CLI against it, with exit codes (acceptance 5, the api + worker half; the `dev`
+ *   half is in dev-server.test.ts), and a wrong key refused with one plain line.
+ *
+ * SIGTERM stops the API with exit code 0. Leases are long (30 s): nothing here is killed, and a busy machine must
+ * not make a step look abandoned.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
-import { join, resolve } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { APPS_MODULE, Cluster, fileServices } from '../support/cluster.js';
-import { waitFor } from '../support/wait-for.js';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fileServices } from '../support/cluster.js';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
+import {
+  approveScenario,
+  cancelScenario,
+  rejectScenario,
+  respondScenario,
+  retryScenario,
+  type CliTarget,
+} from '../support/cli-scenarios.js';
+import { exampleRunOverSse } from '../support/example-flow.js';
 
-const REPO = resolve(import.meta.dirname, '../..');
 const KEY = 'e2e-ops-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };
+const SERVICE_APPS = join(REPO, 'test/e2e/fixtures/service-apps.ts');
+const LEASE_MS = 30_000;
 
-const { options, db } = await fileServices();
+const { options, db } = await fileServices({ leaseMs: LEASE_MS });
 
-/** A free TCP port on loopback (released just before the API binds it). */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
-
-/** One `agentloom api` process, its output kept for assertions and failure reports. */
-class ApiProcess {
-  readonly child: ChildProcess;
-  output = '';
-  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-
-  constructor(args: string[], env: NodeJS.ProcessEnv) {
-    this.child = spawn(process.execPath, [join(REPO, 'bin/agentloom.js'), 'api', ...args], {
-      cwd: REPO,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child.stdout?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.child.stderr?.on('data', (chunk: Buffer) => (this.output += chunk.toString()));
-    this.exited = new Promise((done) =>
-      this.child.once('exit', (code, signal) => {
-        this.exit = { code, signal };
-        done(this.exit);
-      }),
-    );
-  }
-
-  lines(): Record<string, unknown>[] {
-    return this.output.split('\n').flatMap((line) => {
-      try {
-        return [JSON.parse(line) as Record<string, unknown>];
-      } catch {
-        return [];
-      }
-    });
-  }
+/** Parsed JSON log lines of a process (other lines skipped). */
+function logLines(process: ServerProcess): Record<string, unknown>[] {
+  return process.stdout.split('\n').flatMap((line) => {
+    try {
+      return [JSON.parse(line) as Record<string, unknown>];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** Reads an SSE response to its end: the messages with their ids, data and event names. */
@@ -76,121 +60,146 @@ async function readStream(response: Response): Promise<{ id?: string; event?: st
     });
 }
 
-const spawned: ApiProcess[] = [];
-afterAll(async () => {
-  for (const api of spawned) if (!api.exit) api.child.kill('SIGKILL');
-  await Promise.all(spawned.map((api) => api.exited));
-});
+describe('agentloom api + two agentloom workers', () => {
+  const services = {
+    DATABASE_URL: options.databaseUrl,
+    REDIS_URL: options.redisUrl,
+    AGENTLOOM_QUEUE_PREFIX: options.prefix,
+    LOG_LEVEL: 'info',
+  };
+  let api: ServerProcess;
+  let workers: ServerProcess[];
+  let base: string;
+  const target = {} as CliTarget;
 
-describe('agentloom api + agentloom worker', () => {
-  it('drives a run through HTTP: enqueue, SSE to the pause, confirm, SSE resumed to completion', async () => {
+  beforeAll(async () => {
     const port = await freePort();
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const key of ['DATABASE_URL', 'REDIS_URL', 'AGENTLOOM_APPS', 'PORT']) delete env[key];
-    const api = new ApiProcess(['--port', String(port), '--apps', APPS_MODULE], {
-      ...env,
-      DATABASE_URL: options.databaseUrl,
-      REDIS_URL: options.redisUrl,
-      AGENTLOOM_QUEUE_PREFIX: options.prefix,
+    api = new ServerProcess(['api', '--port', String(port), '--apps', SERVICE_APPS], {
+      ...services,
       AGENTLOOM_API_KEYS: `ops:${KEY}`,
-      LOG_LEVEL: 'info',
     });
-    spawned.push(api);
-    const cluster = new Cluster(options);
-    const [worker] = await Promise.all([
-      cluster.start(1).then((w) => w[0]),
-      waitFor(
-        () => {
-          if (api.exit) throw new Error(`api exited ${JSON.stringify(api.exit)}:\n${api.output}`);
-          return api.lines().find((l) => l.msg === 'api listening');
-        },
-        { timeoutMs: 60_000, intervalMs: 50, what: 'the api to listen' },
+    workers = [1, 2].map(
+      () =>
+        new ServerProcess(
+          ['worker', '--apps', SERVICE_APPS, '--queue', 'redis', '--lease-ms', String(LEASE_MS)],
+          services,
+        ),
+    );
+    await Promise.all([
+      api.waitForOutput(/"msg":"api listening"/, { timeoutMs: 170_000, what: 'the api to listen' }),
+      ...workers.map((w) =>
+        w.waitForOutput(/"msg":"worker started"/, { timeoutMs: 170_000, what: 'a worker to start' }),
       ),
     ]);
-    try {
-      const listening = api.lines().find((l) => l.msg === 'api listening') as { url: string; auth: string };
-      expect(listening.auth).toBe('keys');
-      const base = `http://127.0.0.1:${port}`;
-      expect((await fetch(`${base}/readyz`)).status).toBe(200);
-      expect((await fetch(`${base}/v1/apps`)).status).toBe(401);
+    base = `http://127.0.0.1:${port}`;
+    Object.assign(target, { url: base, apiKey: KEY });
+  }, 180_000);
 
-      const created = await fetch(`${base}/v1/apps/confirm/invocations`, {
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+  });
+
+  it('drives a run through HTTP: enqueue, SSE to the pause, confirm, SSE resumed to completion', async () => {
+    const listening = logLines(api).find((l) => l.msg === 'api listening') as { url: string; auth: string };
+    expect(listening.auth).toBe('keys');
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    expect((await fetch(`${base}/v1/apps`)).status).toBe(401);
+
+    const created = await fetch(`${base}/v1/apps/confirm/invocations`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 'e2e', input: 'publish it', stateDelta: { run: 'api-e2e' } }),
+    });
+    expect(created.status).toBe(202);
+    const { invocationId } = (await created.json()) as { invocationId: string };
+
+    // Follow until the run settles: it pauses for the confirmation of `publish`.
+    const first = await readStream(
+      await fetch(`${base}/v1/invocations/${invocationId}/events`, {
+        headers: { ...AUTH, accept: 'text/event-stream' },
+      }),
+    );
+    const end = first.at(-1);
+    expect(end?.event).toBe('end');
+    expect(JSON.parse(end?.data ?? '{}')).toMatchObject({ status: 'paused' });
+    const firstEvents = first.filter((m) => m.id !== undefined);
+    expect(firstEvents.length).toBeGreaterThanOrEqual(2);
+
+    const view = (await (
+      await fetch(`${base}/v1/invocations/${invocationId}`, { headers: AUTH })
+    ).json()) as {
+      status: string;
+      pending: { callId: string; kind: string; name: string }[];
+    };
+    expect(view.status).toBe('paused');
+    expect(view.pending[0]).toMatchObject({ kind: 'confirmation', name: 'publish' });
+    const confirmed = await fetch(
+      `${base}/v1/invocations/${invocationId}/confirmations/${view.pending[0]?.callId}`,
+      {
         method: 'POST',
         headers: { ...AUTH, 'content-type': 'application/json' },
-        body: JSON.stringify({ userId: 'e2e', input: 'publish it', stateDelta: { run: 'api-e2e' } }),
-      });
-      expect(created.status).toBe(202);
-      const { invocationId } = (await created.json()) as { invocationId: string };
+        body: JSON.stringify({ confirmed: true }),
+      },
+    );
+    expect(confirmed.status).toBe(200);
 
-      // Follow until the run settles: it pauses for the confirmation of `publish`.
-      const first = await readStream(
-        await fetch(`${base}/v1/invocations/${invocationId}/events`, {
-          headers: { ...AUTH, accept: 'text/event-stream' },
-        }),
-      );
-      const end = first.at(-1);
-      expect(end?.event).toBe('end');
-      expect(JSON.parse(end?.data ?? '{}')).toMatchObject({ status: 'paused' });
-      const firstEvents = first.filter((m) => m.id !== undefined);
-      expect(firstEvents.length).toBeGreaterThanOrEqual(2);
+    // Resume from the last event id: the rest of the run, to completion, nothing twice.
+    const second = await readStream(
+      await fetch(`${base}/v1/invocations/${invocationId}/events?stay=0`, {
+        headers: { ...AUTH, accept: 'text/event-stream', 'last-event-id': firstEvents.at(-1)?.id as string },
+      }),
+    );
+    expect(JSON.parse(second.at(-1)?.data ?? '{}')).toMatchObject({ status: 'completed' });
+    const seqs = [...firstEvents, ...second.filter((m) => m.id !== undefined)].map((m) => Number(m.id));
+    const listed = (await (
+      await fetch(`${base}/v1/invocations/${invocationId}/events`, { headers: AUTH })
+    ).json()) as {
+      events: { seq: number; author: string }[];
+    };
+    expect(seqs).toEqual(listed.events.map((e) => e.seq));
+    const done = (await (
+      await fetch(`${base}/v1/invocations/${invocationId}`, { headers: AUTH })
+    ).json()) as {
+      status: string;
+      output: string;
+    };
+    expect(done).toMatchObject({ status: 'completed', output: 'approver done' });
 
-      const view = (await (
-        await fetch(`${base}/v1/invocations/${invocationId}`, { headers: AUTH })
-      ).json()) as {
-        status: string;
-        pending: { callId: string; kind: string; name: string }[];
-      };
-      expect(view.status).toBe('paused');
-      expect(view.pending[0]).toMatchObject({ kind: 'confirmation', name: 'publish' });
-      const confirmed = await fetch(
-        `${base}/v1/invocations/${invocationId}/confirmations/${view.pending[0]?.callId}`,
-        {
-          method: 'POST',
-          headers: { ...AUTH, 'content-type': 'application/json' },
-          body: JSON.stringify({ confirmed: true }),
-        },
-      );
-      expect(confirmed.status).toBe(200);
+    // The workers ran every model and tool call; the API process none.
+    const { rows: calls } = await db.query<{ pid: number }>(
+      'SELECT pid FROM e2e_model_calls WHERE run = $1 UNION ALL SELECT pid FROM e2e_tool_runs WHERE split_part(key, $3, 1) = $2',
+      ['api-e2e', invocationId, ':'],
+    );
+    expect(calls.length).toBe(3);
+    const workerPids = new Set(workers.map((w) => w.child.pid));
+    for (const call of calls) expect(workerPids.has(call.pid)).toBe(true);
+    expect(calls.some((c) => c.pid === api.child.pid)).toBe(false);
 
-      // Resume from the last event id: the rest of the run, to completion, nothing twice.
-      const second = await readStream(
-        await fetch(`${base}/v1/invocations/${invocationId}/events?stay=0`, {
-          headers: {
-            ...AUTH,
-            accept: 'text/event-stream',
-            'last-event-id': firstEvents.at(-1)?.id as string,
-          },
-        }),
-      );
-      expect(JSON.parse(second.at(-1)?.data ?? '{}')).toMatchObject({ status: 'completed' });
-      const seqs = [...firstEvents, ...second.filter((m) => m.id !== undefined)].map((m) => Number(m.id));
-      const listed = (await (
-        await fetch(`${base}/v1/invocations/${invocationId}/events`, { headers: AUTH })
-      ).json()) as { events: { seq: number; author: string }[] };
-      expect(seqs).toEqual(listed.events.map((e) => e.seq));
-      const done = (await (
-        await fetch(`${base}/v1/invocations/${invocationId}`, { headers: AUTH })
-      ).json()) as {
-        status: string;
-        output: string;
-      };
-      expect(done).toMatchObject({ status: 'completed', output: 'approver done' });
+    const metrics = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
+    expect(metrics).toMatch(/^agentloom_invocations\{app="confirm",status="completed"\} 1$/m);
+  });
 
-      // The worker ran every model and tool call; the API process none.
-      const { rows: calls } = await db.query<{ pid: number }>(
-        'SELECT pid FROM e2e_model_calls WHERE run = $1 UNION ALL SELECT pid FROM e2e_tool_runs WHERE split_part(key, $3, 1) = $2',
-        ['api-e2e', invocationId, ':'],
-      );
-      expect(calls.length).toBe(3);
-      expect(new Set(calls.map((c) => c.pid))).toEqual(new Set([worker?.pid]));
-      expect(calls.some((c) => c.pid === api.child.pid)).toBe(false);
+  it('runs the example app: live SSE with branches, reconnect, pause, confirm, completion', async () => {
+    await exampleRunOverSse(base, AUTH);
+  });
 
-      const metrics = await (await fetch(`${base}/metrics`, { headers: AUTH })).text();
-      expect(metrics).toMatch(/^agentloom_invocations\{app="confirm",status="completed"\} 1$/m);
-    } finally {
-      api.child.kill('SIGTERM');
-      expect(await api.exited).toEqual({ code: 0, signal: null });
-      expect(api.lines().some((l) => l.msg === 'api stopped')).toBe(true);
-    }
+  it('CLI: run, events --follow (3 at the pause), status, approve --payload, events --follow (0)', () =>
+    approveScenario(target));
+  it('CLI: run --follow (3), reject, events --follow (0)', () => rejectScenario(target));
+  it('CLI: respond answers a long-running call', () => respondScenario(target));
+  it('CLI: cancel stops a tool running on a worker; events --follow exits 1', () => cancelScenario(target));
+  it('CLI: a failed run: run --follow exits 1; retry; events --follow exits 0', () => retryScenario(target));
+
+  it('CLI: a wrong key is refused with one plain line saying how to send one (exit 1)', async () => {
+    const denied = await runCli(['status', 'inv_x', '--url', base, '--api-key', 'not-the-key']);
+    expect(denied.code, show(denied)).toBe(1);
+    expect(denied.stderr.trim()).toMatch(
+      /^agentloom: UNAUTHORIZED: .*\(the CLI sends --api-key or AGENTLOOM_API_KEY\)$/,
+    );
+  });
+
+  it('stops the API on SIGTERM with exit code 0', async () => {
+    expect(await api.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+    expect(logLines(api).some((l) => l.msg === 'api stopped')).toBe(true);
   });
 });

@@ -1,71 +1,84 @@
-/** `agentloom status ID` as an operator runs it against the database: status, needed definition, node tree. */
-import { spawnSync } from 'node:child_process';
+/**
+ * `agentloom status ID` as an operator runs it: a real CLI process reading through the HTTP API (here an engine
+ * and API server in the test process, on PostgreSQL) — status, the definition hash a run needs, the node tree and
+ * the pending call with the lines that answer it; and plain one-line errors with exit 1 for an unknown invocation
+ * and for an API that does not answer.
+ */
 import { pino } from 'pino';
-import { describe, expect, it } from 'vitest';
-import { createEngine, FunctionTool, SequentialAgent } from '../../src/index.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { createEngine, FunctionTool, SequentialAgent, type Engine } from '../../src/index.js';
 import { call, scripted } from '../support/agents.js';
+import { freePort, runCli, show } from '../support/cli.js';
 import { createTestDatabase } from '../support/services.js';
 
-function cli(args: string[], env: Record<string, string | undefined> = {}) {
-  return spawnSync(process.execPath, ['bin/agentloom.js', ...args], {
-    encoding: 'utf8',
-    env: { ...process.env, DATABASE_URL: undefined, ...env },
-    timeout: 60_000,
+const url = await createTestDatabase();
+let engine: Engine;
+let server: ApiApp;
+let base: string;
+
+beforeAll(async () => {
+  const send = new FunctionTool({
+    name: 'send',
+    description: 'sends',
+    requireConfirmation: true,
+    execute: () => ({ sent: true }),
   });
-}
+  const root = new SequentialAgent({
+    name: 'pipeline',
+    subAgents: [
+      scripted('writer', 'draft'),
+      scripted('sender', call('send', { to: 'bob' }), { tools: [send] }),
+    ],
+  });
+  engine = await createEngine({
+    apps: [{ name: 'mail', agent: root }],
+    database: url,
+    queue: 'local',
+    logger: pino({ level: 'silent' }),
+  });
+  server = await createApiServer({ engine, processMetrics: false });
+  base = await server.listen({ port: 0, host: '127.0.0.1' });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await engine?.close();
+});
 
 describe('agentloom status', () => {
   it('shows the definition hash a run needs, its node tree and its pending call', async () => {
-    const url = await createTestDatabase();
-    const send = new FunctionTool({
-      name: 'send',
-      description: 'sends',
-      requireConfirmation: true,
-      execute: () => ({ sent: true }),
-    });
-    const root = new SequentialAgent({
-      name: 'pipeline',
-      subAgents: [
-        scripted('writer', 'draft'),
-        scripted('sender', call('send', { to: 'bob' }), { tools: [send] }),
-      ],
-    });
-    const engine = await createEngine({
-      apps: [{ name: 'mail', agent: root }],
-      database: url,
-      queue: 'local',
-      logger: pino({ level: 'silent' }),
-    });
-    try {
-      const { invocationId } = await engine.enqueue({ app: 'mail', userId: 'u', input: 'go' });
-      const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
-      expect(paused.status).toBe('paused');
-      const result = cli(['status', invocationId], { DATABASE_URL: url });
-      expect(result.stderr).toBe('');
-      expect(result.status).toBe(0);
-      const lines = result.stdout.split('\n');
-      expect(lines[0]).toBe(`invocation ${invocationId}  app mail  status paused`);
-      expect(lines[1]).toContain(`definition ${engine.apps.get('mail')?.definitionHash}`);
-      expect(lines.slice(3, 7)).toEqual([
-        'nodes',
-        '  pipeline  sequential  paused',
-        '    writer  llm  completed  attempt 1',
-        '    sender  llm  paused  attempt 1',
-      ]);
-      expect(
-        lines.some((l) => /^pending confirmation \S+: send\(\{"to":"bob"\}\) at pipeline\/sender$/.test(l)),
-      ).toBe(true);
-    } finally {
-      await engine.close();
-    }
+    const { invocationId } = await engine.enqueue({ app: 'mail', userId: 'u', input: 'go' });
+    const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+    expect(paused.status).toBe('paused');
+    const result = await runCli(['status', invocationId, '--url', base]);
+    expect(result.stderr).toBe('');
+    expect(result.code, show(result)).toBe(0);
+    const lines = result.stdout.split('\n');
+    expect(lines[0]).toBe(`invocation ${invocationId}  app mail  status paused`);
+    expect(lines[1]).toContain(`definition ${engine.apps.get('mail')?.definitionHash}`);
+    expect(lines.slice(3, 7)).toEqual([
+      'nodes',
+      '  pipeline  sequential  paused',
+      '    writer  llm  completed  attempt 1',
+      '    sender  llm  paused  attempt 1',
+    ]);
+    const callId = paused.pending[0]?.callId as string;
+    const at = lines.indexOf(`pending confirmation ${callId}: send({"to":"bob"}) at pipeline/sender`);
+    expect(at, result.stdout).toBeGreaterThan(0);
+    expect(lines[at + 1]).toBe(`  approve: npx agentloom approve ${invocationId} ${callId} --url ${base}`);
+    expect(lines[at + 2]).toBe(`  reject:  npx agentloom reject ${invocationId} ${callId} --url ${base}`);
   });
 
-  it('says what to do without a database, and names an unknown invocation', async () => {
-    const none = cli(['status', 'inv_x']);
-    expect(none.status).toBe(1);
-    expect(none.stderr).toMatch(/CONFIG: status needs a database: set DATABASE_URL/);
-    const unknown = cli(['status', 'inv_missing'], { DATABASE_URL: await createTestDatabase() });
-    expect(unknown.status).toBe(1);
-    expect(unknown.stderr).toMatch(/NOT_FOUND: invocation inv_missing does not exist/);
+  it('names an unknown invocation, and an API that does not answer, in one plain line (exit 1)', async () => {
+    const unknown = await runCli(['status', 'inv_missing'], { env: { AGENTLOOM_URL: base } });
+    expect(unknown.code, show(unknown)).toBe(1);
+    expect(unknown.stderr).toMatch(/^agentloom: NOT_FOUND: invocation inv_missing does not exist\n$/);
+    const closed = `http://127.0.0.1:${await freePort()}`;
+    const none = await runCli(['status', 'inv_x', '--url', closed]);
+    expect(none.code, show(none)).toBe(1);
+    expect(none.stderr).toBe(
+      `agentloom: UNAVAILABLE: cannot reach the agentloom API at ${closed} (ECONNREFUSED): start one with \`agentloom dev\` (or \`agentloom api\`), or point --url / AGENTLOOM_URL at it\n`,
+    );
   });
 });

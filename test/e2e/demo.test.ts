@@ -1,4 +1,4 @@
-/** The README's run command, as a newcomer runs it: a real process, no servers, no API key. */
+/** `npm run demo` (`agentloom demo`), the scripted offline walk-through: a real process, no servers, no API key. */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -277,10 +277,15 @@ describe.each(backends)('SSE event streams on $name', (backend) => {
       what: 'heartbeats while paused',
     });
     expect(staying.messages.some((m) => m.event === 'end')).toBe(false);
+    // Instead of `end`, a `status` event says each time it settles.
+    const statuses = () =>
+      staying.messages.filter((m) => m.event === 'status').map((m) => JSON.parse(m.data!).status as string);
+    expect(statuses()).toEqual(['paused']);
     await engine.confirm(paused.pending[0]!.callId, { confirmed: true, invocationId: id });
     await waitFor(() => eventsOf(staying).some((e) => e.content?.parts[0]?.text === 'sent it'), {
       what: 'the final answer on the staying stream',
     });
+    await waitFor(() => statuses().at(-1) === 'completed', { what: 'a status event saying completed' });
     expect(eventsOf(staying).length).toBeGreaterThan(beforeAnswer);
     expect(staying.ended).toBe(false);
     staying.abort();

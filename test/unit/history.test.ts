@@ -1,5 +1,6 @@
 /** History as a model sees it (SEMANTICS §3): branch isolation, other agents as context, framework calls removed. */
 import { describe, expect, it } from 'vitest';
+import { parallelLane } from '../../src/agents/branch.js';
 import { buildHistory, visibleToBranch } from '../../src/agents/history.js';
 import type { Content, Event } from '../../src/core/index.js';
 
@@ -29,6 +30,34 @@ describe('visibleToBranch', () => {
     expect(visibleToBranch('research.0.x@c1', 'research.0')).toBe(false);
     expect(visibleToBranch('research.10', 'research.1')).toBe(false);
     expect(visibleToBranch('research.0', undefined)).toBe(true);
+  });
+});
+
+describe('visibleToBranch after fan-outs the reader has passed', () => {
+  it('shows a stage the lanes of an earlier stage on its line, never a sibling lane of its own fan-out', () => {
+    // A sequence of two parallel stages.
+    expect(visibleToBranch('stage1.0', 'stage2.1')).toBe(true);
+    expect(visibleToBranch('stage1.1.deep.0', 'stage2.1')).toBe(true);
+    expect(visibleToBranch('stage2.0', 'stage2.1')).toBe(false);
+    // A fan-out started from the reader's own branch has ended before the reader reads again.
+    expect(visibleToBranch('maps.0.fan_a.1', 'maps.0')).toBe(true);
+    // Stages inside a parallel branch: its own earlier stages, never the other branch's.
+    expect(visibleToBranch('lines.0.l1.0', 'lines.0.l2.0')).toBe(true);
+    expect(visibleToBranch('lines.1.r1.0', 'lines.0.l2.0')).toBe(false);
+    expect(visibleToBranch('lines.1', 'lines.0.l2.0')).toBe(false);
+  });
+
+  it('keeps AgentTool calls private to their line, and tells runs of a fan-out in a loop apart', () => {
+    expect(visibleToBranch('helper@c1', 'stage2.0')).toBe(false);
+    expect(visibleToBranch('x.0.helper@c1', 'x.0.helper@c2')).toBe(false);
+    expect(visibleToBranch('x.0', 'x.0.helper@c2')).toBe(true);
+    expect(visibleToBranch('x.0.stage.1', 'x.0.helper@c2')).toBe(true);
+    expect(parallelLane('stage', 'root/refine/round#1/stage', 0)).toBe('stage#1.0');
+    expect(parallelLane('stage', 'outer/inner#0/stage#2', 1)).toBe('stage#0#2.1');
+    expect(parallelLane('research', 'root/research', 1)).toBe('research.1');
+    // Iteration 1 sees iteration 0's lanes (that run has ended), never a sibling lane of its own run.
+    expect(visibleToBranch('stage#0.1', 'stage#1.0')).toBe(true);
+    expect(visibleToBranch('stage#1.1', 'stage#1.0')).toBe(false);
   });
 });
 
@@ -77,7 +106,7 @@ describe('buildHistory', () => {
     expect(history.every((c) => c.role === 'user')).toBe(true);
   });
 
-  it('drops framework calls and keeps only the last response of a call id, merging parallel responses', () => {
+  it('drops framework calls and keeps only the last response of a call id, merging parallel responses in call order', () => {
     const flow = [
       ev('user', text('user', 'go')),
       ev('a', {
@@ -111,7 +140,34 @@ describe('buildHistory', () => {
     expect(JSON.stringify(history)).not.toContain('adk_request_confirmation');
     expect(JSON.stringify(history)).not.toContain('needs confirmation');
     expect(history).toHaveLength(3);
-    expect(history[2]?.parts.map((p) => p.functionResponse?.name)).toEqual(['log', 'pay']);
+    // Stored log, then pay; the model called pay, then log: the answers follow the calls' order.
+    expect(history[2]?.parts.map((p) => p.functionResponse?.name)).toEqual(['pay', 'log']);
+  });
+
+  it('puts the answers of concurrent calls right after the calls, in call order, before context stored meanwhile', () => {
+    const flow = [
+      ev('user', text('user', 'go')),
+      ev('boss', {
+        role: 'model',
+        parts: [
+          { functionCall: { id: 'a', name: 'ask_helper', args: {} } },
+          { functionCall: { id: 'b', name: 'lookup', args: {} } },
+        ],
+      }),
+      ev('boss', { role: 'user', parts: [{ functionResponse: { id: 'b', name: 'lookup', response: {} } }] }),
+      ev('helper', text('model', 'helper thinking'), { branch: 'ask_helper@a' }),
+      ev('boss', {
+        role: 'user',
+        parts: [{ functionResponse: { id: 'a', name: 'ask_helper', response: { result: 'x' } } }],
+      }),
+    ];
+    const history = buildHistory(flow, { agentName: 'boss', includeContents: 'default' });
+    expect(history.map((c) => c.parts.map((p) => p.functionResponse?.name ?? p.text))).toEqual([
+      ['go'],
+      [undefined, undefined],
+      ['ask_helper', 'lookup'],
+      ['For context:', '[helper] said: helper thinking'],
+    ]);
   });
 
   it("with includeContents 'none' keeps only the current turn", () => {

@@ -30,7 +30,13 @@ describe('renderInstruction', () => {
     ['two words {a b} stay', 'two words {a b} stay'],
     ['digit first {1x} stays', 'digit first {1x} stays'],
     ['unknown scope {foo:bar} stays', 'unknown scope {foo:bar} stays'],
-    ['double {{topic}} stays', 'double {{topic}} stays'],
+    // As in ADK, surrounding braces and whitespace are stripped before the name is checked.
+    ['double {{topic}} renders', 'double tea renders'],
+    ['uneven {{count  } renders', 'uneven 3 renders'],
+    ['spaced {  topic  }, optional { nope? }.', 'spaced tea, optional .'],
+    ['{  non-identifier-float}} stays', '{  non-identifier-float}} stays'],
+    ["{'key1': 'value1'} and {{'key2': 'value2'}} stay", "{'key1': 'value1'} and {{'key2': 'value2'}} stay"],
+    ['JSON {"a": {"b": 1}} stays', 'JSON {"a": {"b": 1}} stays'],
   ])('renders %j as %j', async (template, expected) => {
     expect(await renderInstruction(template, ctx)).toBe(expected);
   });

@@ -72,4 +72,27 @@ describe('worker configuration', () => {
       /the redis queue needs REDIS_URL=redis:\/\/…; or run without Redis with --queue postgres/,
     );
   });
+
+  it('serves metrics on --metrics-port, else AGENTLOOM_METRICS_PORT, else not at all', () => {
+    const base = { DATABASE_URL: 'postgres://db/x', REDIS_URL: 'redis://r', AGENTLOOM_APPS: 'a.js' };
+    expect(workerConfig({}, env(base)).metricsPort).toBeUndefined();
+    expect(workerConfig({}, env({ ...base, AGENTLOOM_METRICS_PORT: '9464' })).metricsPort).toBe(9464);
+    expect(
+      workerConfig({ metricsPort: '0' }, env({ ...base, AGENTLOOM_METRICS_PORT: '9464' })).metricsPort,
+    ).toBe(0);
+    // Reported with every other problem at once.
+    const problems = (() => {
+      try {
+        workerConfig({ metricsPort: '70000', concurrency: '0' }, env(base));
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })();
+    expect(problems).toMatch(/--metrics-port \/ AGENTLOOM_METRICS_PORT must be between 0 and 65535/);
+    expect(problems).toMatch(/--concurrency must be at least 1/);
+    expect(() => workerConfig({ metricsPort: 'nine' }, env(base))).toThrow(
+      /--metrics-port \/ AGENTLOOM_METRICS_PORT must be a port number/,
+    );
+    expect(() => env({ ...base, AGENTLOOM_METRICS_PORT: 'x' })).toThrow(/AGENTLOOM_METRICS_PORT/);
+  });
 });

@@ -1,14 +1,11 @@
 /**
- * The reads the HTTP API needs beyond the Engine's public methods: a page of invocations by cursor, the counts
- * `/metrics` reports, and the database half of `/readyz`.
- *
- * These are repository functions (the only SQL of the api/ folder); they belong under store/ and live here only
- * until they are moved there (same signatures, so only the import changes).
+ * Read queries of the service surface beyond the Engine's public methods: a page of invocations by cursor (the
+ * HTTP API's list), the counts `/metrics` reports, and the database half of `/readyz`.
  */
 import { and, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
-import type { Db } from '../store/database.js';
-import type { InvocationRow } from '../store/invocations.js';
-import { invocations, toolRequests } from '../store/schema.js';
+import type { Db } from './database.js';
+import type { InvocationRow } from './invocations.js';
+import { invocations, toolRequests } from './schema.js';
 
 /** Where a page of invocations starts: strictly older than this (created at, id) pair. */
 export interface InvocationCursor {
@@ -37,11 +34,19 @@ export interface InvocationPage {
 /** `created_at` in UTC with microseconds, e.g. `2026-01-02T03:04:05.123456Z` (stable and exact as a cursor). */
 const createdAtText = sql<string>`to_char(${invocations.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`;
 
-/** Invocations matching the filters, newest first (ties broken by id), `limit` at a time. */
-export async function listInvocationsPage(db: Db, options: InvocationPageOptions): Promise<InvocationPage> {
+/** A built page statement: awaiting it runs it; `toSQL()` shows it. */
+export type PageQuery = PromiseLike<{ row: InvocationRow; createdAtText: string }[]> & {
+  toSQL(): { sql: string; params: unknown[] };
+};
+
+/**
+ * The statement behind {@link listInvocationsPage} (exported so that tests can EXPLAIN it); undefined when no row
+ * can match (a key that sees no app). Fetches one row more than `limit` to know whether a next page exists.
+ */
+export function invocationsPageQuery(db: Db, options: InvocationPageOptions): PageQuery | undefined {
   const conditions: SQL[] = [];
   if (options.apps !== undefined) {
-    if (options.apps.length === 0) return { rows: [], next: undefined };
+    if (options.apps.length === 0) return undefined;
     conditions.push(inArray(invocations.app, [...options.apps]));
   }
   if (options.app !== undefined) conditions.push(eq(invocations.app, options.app));
@@ -51,12 +56,23 @@ export async function listInvocationsPage(db: Db, options: InvocationPageOptions
     const { createdAt, id } = options.cursor;
     conditions.push(sql`(${invocations.createdAt}, ${invocations.id}) < (${createdAt}::timestamptz, ${id})`);
   }
-  const rows = await db
+  return db
     .select({ row: invocations, createdAtText })
     .from(invocations)
     .where(conditions.length > 0 ? and(...conditions) : undefined)
     .orderBy(desc(invocations.createdAt), desc(invocations.id))
     .limit(options.limit + 1);
+}
+
+/**
+ * Invocations matching the filters, newest first (ties broken by id), `limit` at a time. The order is served by
+ * the indexes `invocations_created_idx` (created_at desc, id desc) and `invocations_app_created_idx` (app, …), so
+ * a page reads about `limit + 1` index entries however many invocations there are.
+ */
+export async function listInvocationsPage(db: Db, options: InvocationPageOptions): Promise<InvocationPage> {
+  const query = invocationsPageQuery(db, options);
+  if (!query) return { rows: [], next: undefined };
+  const rows = await query;
   const page = rows.slice(0, options.limit);
   const last = page[page.length - 1];
   return {

@@ -1,0 +1,2 @@
+CREATE INDEX "invocations_created_idx" ON "invocations" USING btree ("created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);--> statement-breakpoint
+CREATE INDEX "invocations_app_created_idx" ON "invocations" USING btree ("app","created_at" DESC NULLS FIRST,"id" DESC NULLS FIRST);

@@ -1,0 +1,114 @@
+/**
+ * Prometheus metrics of the steps a process runs (ARCHITECTURE.md "Observability"): steps by outcome and their
+ * duration, retries, model call latency and tokens, tool call latency. Fed by the engine's observer
+ * (`createEngine({ observer: metrics.observer })`); served by a worker's `--metrics-port`.
+ */
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { EngineObserver } from '../engine/observer.js';
+
+/** Seconds; steps and calls range from a millisecond (a workflow node) to minutes (a slow model or tool). */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+/** Options of {@link StepMetrics}. */
+export interface StepMetricsOptions {
+  /** Register into this registry (default: a registry of its own). */
+  registry?: Registry;
+  /** Include Node.js process metrics (CPU, memory, event loop lag), prefixed `agentloom_`. Default true. */
+  processMetrics?: boolean;
+}
+
+/** Step, model and tool metrics in one registry, and the engine observer that feeds them. */
+export class StepMetrics {
+  readonly registry: Registry;
+  readonly steps: Counter<'outcome'>;
+  readonly stepDuration: Histogram<'outcome'>;
+  readonly retries: Counter;
+  readonly modelCalls: Counter<'model' | 'outcome'>;
+  readonly modelDuration: Histogram<'model' | 'outcome'>;
+  readonly modelTokens: Counter<'model' | 'kind'>;
+  readonly toolCalls: Counter<'tool' | 'outcome'>;
+  readonly toolDuration: Histogram<'tool' | 'outcome'>;
+  /** Pass to `createEngine({ observer })`. */
+  readonly observer: EngineObserver;
+
+  constructor(options: StepMetricsOptions = {}) {
+    this.registry = options.registry ?? new Registry();
+    const registers = [this.registry];
+    this.steps = new Counter({
+      name: 'agentloom_steps_total',
+      help: 'Step jobs handled by this process, by outcome: ok (ran or had nothing to do), error (delivered again)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.stepDuration = new Histogram({
+      name: 'agentloom_step_duration_seconds',
+      help: 'Time to handle a step job (claim, run the agent, commit), in seconds, by outcome',
+      labelNames: ['outcome'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.retries = new Counter({
+      name: 'agentloom_step_retries_total',
+      help: 'Step jobs that failed in a way the queue retries (database unreachable, a crash point): each is run again',
+      registers,
+    });
+    this.modelCalls = new Counter({
+      name: 'agentloom_model_calls_total',
+      help: 'Model calls made by this process, by model and outcome (ok, error)',
+      labelNames: ['model', 'outcome'],
+      registers,
+    });
+    this.modelDuration = new Histogram({
+      name: 'agentloom_model_call_duration_seconds',
+      help: 'Latency of a model call, in seconds, by model and outcome',
+      labelNames: ['model', 'outcome'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.modelTokens = new Counter({
+      name: 'agentloom_model_tokens_total',
+      help: 'Tokens of model calls as the provider reports them, by model and kind (prompt, output)',
+      labelNames: ['model', 'kind'],
+      registers,
+    });
+    this.toolCalls = new Counter({
+      name: 'agentloom_tool_calls_total',
+      help: 'Tool calls run by this process, by tool and outcome (ok, error: the tool threw)',
+      labelNames: ['tool', 'outcome'],
+      registers,
+    });
+    this.toolDuration = new Histogram({
+      name: 'agentloom_tool_call_duration_seconds',
+      help: 'Latency of a tool call, in seconds, by tool and outcome',
+      labelNames: ['tool', 'outcome'],
+      buckets: BUCKETS,
+      registers,
+    });
+    // Both step series exist from the start, so that rates and alerts see a 0 rather than no data.
+    for (const outcome of ['ok', 'error']) this.steps.inc({ outcome }, 0);
+    this.retries.inc(0);
+    if (options.processMetrics ?? true) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'agentloom_' });
+    }
+    this.observer = {
+      onStepEnd: (step) => {
+        this.steps.inc({ outcome: step.outcome });
+        this.stepDuration.observe({ outcome: step.outcome }, step.durationMs / 1000);
+        if (step.outcome === 'error') this.retries.inc();
+      },
+      onModelCall: (call) => {
+        const labels = { model: call.model, outcome: call.outcome };
+        this.modelCalls.inc(labels);
+        this.modelDuration.observe(labels, call.durationMs / 1000);
+        const { promptTokens, outputTokens } = call.usage ?? {};
+        if (promptTokens) this.modelTokens.inc({ model: call.model, kind: 'prompt' }, promptTokens);
+        if (outputTokens) this.modelTokens.inc({ model: call.model, kind: 'output' }, outputTokens);
+      },
+      onToolCall: (call) => {
+        const labels = { tool: call.tool, outcome: call.outcome };
+        this.toolCalls.inc(labels);
+        this.toolDuration.observe(labels, call.durationMs / 1000);
+      },
+    };
+  }
+}
