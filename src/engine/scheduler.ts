@@ -46,7 +46,14 @@ import {
   type NodeRow,
 } from '../store/nodes.js';
 import { readInvocationState } from '../store/sessions.js';
-import { advanceNodeTx, claimForJob, settleLeafLockParentTx, type EventInsert } from '../store/steps.js';
+import {
+  advanceNodeTx,
+  claimForJob,
+  completeAndAdvance,
+  settleLeafLockParentTx,
+  type EventInsert,
+} from '../store/steps.js';
+import { isRetryableSqlError } from '../store/tx.js';
 import type { Store } from '../store/store.js';
 import { anyAnswered, cancelToolRequestsTx, insertToolRequestsTx } from '../store/tool-requests.js';
 import { EngineNodeRuntime, LeaseGuard, type NodeRuntimeDeps } from './node-runtime.js';
@@ -81,10 +88,28 @@ type Json = Record<string, unknown>;
  * "sequential continuation"): it runs here at once, with no queue hop and no separate claim. Its wake-up still
  * goes through the queue, delayed by a lease, so a crash of this worker is recovered like any other.
  */
-interface Continuation {
+interface Continuation extends Known {
   node: NodeRow;
-  state: Json;
 }
+
+/** What a claimed step already knows from the statement that claimed it, so it need not read it again. */
+interface Known {
+  /** The state the step sees. */
+  state: Json;
+  /** The parent as that statement left it: lets the completion advance it in the same statement. */
+  parent?: ParentInfo;
+}
+
+/** A workflow parent as a step last saw it. */
+interface ParentInfo {
+  path: string;
+  agent: string;
+  branch: string | null;
+  checkpoint: Json;
+}
+
+const parentInfo = (row: NodeRow | undefined): ParentInfo | undefined =>
+  row && { path: row.path, agent: row.agent, branch: row.branch, checkpoint: row.checkpoint };
 
 /** How a claimed step ended: whether its outcome committed, and the leaf it continued into. */
 interface StepResult {
@@ -192,7 +217,10 @@ export class Scheduler {
       step.finish();
       throw err;
     }
-    if (claim.claimed) return this.runChain(inv, node, agent, step, claim.state);
+    if (claim.claimed) {
+      const known = { state: claim.state ?? {}, parent: parentInfo(claim.parent) };
+      return this.runChain(inv, node, agent, step, known);
+    }
     if (agent instanceof WorkflowAgent) return this.advanceWorkflow(inv, node.path, agent);
   }
 
@@ -246,12 +274,12 @@ export class Scheduler {
     node: NodeRow,
     agent: BaseAgent,
     step: LocalStep & { finish: () => void },
-    state: Json | undefined,
+    known: Known | undefined,
     continued = false,
   ): Promise<void> {
     let current:
-      | { node: NodeRow; agent: BaseAgent; step: typeof step; state: Json | undefined; continued?: boolean }
-      | undefined = { node, agent, step, state, continued };
+      | { node: NodeRow; agent: BaseAgent; step: typeof step; known: Known | undefined; continued?: boolean }
+      | undefined = { node, agent, step, known, continued };
     while (current) {
       let result: StepResult;
       try {
@@ -260,7 +288,7 @@ export class Scheduler {
           current.node,
           current.agent,
           current.step.controller,
-          current.state,
+          current.known,
         );
       } catch (err) {
         // A continued step is not the job's own node: a fault of the machinery redelivers its own wake-up.
@@ -309,7 +337,7 @@ export class Scheduler {
     inv: InvocationRow,
     next: Continuation,
   ): Promise<
-    { node: NodeRow; agent: BaseAgent; step: ReturnType<Scheduler['track']>; state: Json } | undefined
+    { node: NodeRow; agent: BaseAgent; step: ReturnType<Scheduler['track']>; known: Known } | undefined
   > {
     const step = this.track(inv.id, next.node.path);
     const recovery = { invocationId: inv.id, path: next.node.path, wake: next.node.wake };
@@ -325,7 +353,7 @@ export class Scheduler {
     } catch (err) {
       this.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost');
     }
-    return { node: next.node, agent: this.agentOf(inv, next.node), step, state: next.state };
+    return { node: next.node, agent: this.agentOf(inv, next.node), step, known: next };
   }
 
   /**
@@ -385,7 +413,7 @@ export class Scheduler {
   private async runContinuation(inv: InvocationRow, next: Continuation): Promise<void> {
     const first = await this.continueWith(inv, next);
     if (!first) return;
-    await this.runChain(inv, first.node, first.agent, first.step, first.state, true);
+    await this.runChain(inv, first.node, first.agent, first.step, first.known, true);
   }
 
   /**
@@ -497,7 +525,12 @@ export class Scheduler {
       })),
       claim,
     });
-    if (result.continuation && slot) slot.taken = result.continuation;
+    if (result.continuation && slot) {
+      slot.taken = {
+        ...result.continuation,
+        parent: { path: row.path, agent: row.agent, branch: row.branch, checkpoint: decision.checkpoint },
+      };
+    }
     const jobs: NodeJobRef[] = result.created
       .filter((c) => !c.claimed)
       .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
@@ -598,7 +631,7 @@ export class Scheduler {
     claimed: NodeRow,
     agent: BaseAgent,
     controller: AbortController,
-    knownState: Json | undefined,
+    known: Known | undefined,
   ): Promise<StepResult> {
     const { store, leaseMs } = this.deps;
     const log = this.log(inv, claimed.path, claimed.attempt);
@@ -630,7 +663,7 @@ export class Scheduler {
         claimed.attempt === 1
           ? []
           : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
-        knownState ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
+        known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
       const runtime = new EngineNodeRuntime(
         this.deps,
@@ -662,7 +695,7 @@ export class Scheduler {
       }
       const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
       const slot: ContinuationSlot = { allow: !this.stopping && !controller.signal.aborted };
-      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested, slot);
+      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested, slot, known?.parent);
       if (!jobs) {
         log.info({ status }, 'step commit refused: superseded');
         return { committed: false };
@@ -693,9 +726,10 @@ export class Scheduler {
     outcome: LeafOutcome | NodeSuspended,
     endInvocation: boolean,
     slot: ContinuationSlot,
+    parent: ParentInfo | undefined,
   ): Promise<NodeJobRef[] | undefined> {
     if (!(outcome instanceof NodeSuspended) && outcome.status !== 'paused') {
-      return this.completeLeaf(inv, claimed, outcome, endInvocation, slot);
+      return this.completeLeaf(inv, claimed, outcome, endInvocation, slot, parent);
     }
     return this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, claimed.path, true);
@@ -760,10 +794,22 @@ export class Scheduler {
     outcome: Exclude<LeafOutcome, { status: 'paused' }>,
     endInvocation: boolean,
     slot: ContinuationSlot,
+    parent: ParentInfo | undefined,
   ): Promise<NodeJobRef[] | undefined> {
     const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
     const error = outcome.status === 'failed' ? outcome.error : undefined;
     const output = outcome.status === 'completed' ? (outcome.output ?? null) : null;
+    const fields = {
+      status: outcome.status,
+      escalated,
+      output,
+      error: (error as unknown as Record<string, unknown> | undefined) ?? null,
+    };
+    if (parent && !endInvocation) {
+      const view: ChildView = { path: claimed.path, status: outcome.status, escalated, error };
+      const fast = await this.completeInOneStatement(inv, claimed, fields, view, parent, slot);
+      if (fast !== 'general') return fast;
+    }
     return this.deps.store.transaction(async (tx) => {
       slot.taken = undefined;
       // One statement: the fenced status change (it also takes the row lock) and the parent's row lock.
@@ -786,6 +832,94 @@ export class Scheduler {
         settled.parent ?? null,
       );
     });
+  }
+
+  /**
+   * The steady state of a sequence or loop: the parent's next decision, computed from its checkpoint as this step
+   * last saw it, committed with the leaf's completion as one statement (see {@link completeAndAdvance}). Falls back
+   * to the general path ('general') when the decision needs more than that (a child it cannot rule out, a parent
+   * that ends, an event that changes state) or when the parent moved on meanwhile.
+   */
+  private async completeInOneStatement(
+    inv: InvocationRow,
+    claimed: NodeRow,
+    fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>,
+    view: ChildView,
+    parent: ParentInfo,
+    slot: ContinuationSlot,
+  ): Promise<NodeJobRef[] | undefined | 'general'> {
+    const agent = this.deps.apps.get(inv.app)?.agents.get(parent.agent);
+    if (!(agent instanceof WorkflowAgent)) return 'general';
+    let unknown = false;
+    const decision = agent.advance({
+      path: parent.path,
+      branch: parent.branch ?? undefined,
+      checkpoint: parent.checkpoint,
+      child: (path) => {
+        if (path === view.path) return view;
+        if (!agent.notStarted(parent.checkpoint, path)) unknown = true;
+        return undefined;
+      },
+    });
+    if (unknown || decision.status !== 'running') return 'general';
+    const prepared = decision.events.map((event) =>
+      prepareEvent({
+        sessionId: inv.sessionId,
+        invocationId: inv.id,
+        nodePath: parent.path,
+        branch: parent.branch ?? undefined,
+        event,
+      }),
+    );
+    if (prepared.some((p) => p.changesState)) return 'general';
+    const [only] = decision.start;
+    const claim =
+      slot.allow && decision.start.length === 1 && only && !(only.agent instanceof WorkflowAgent)
+        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
+        : undefined;
+    let result: Awaited<ReturnType<typeof completeAndAdvance>>;
+    try {
+      result = await completeAndAdvance(this.deps.store.db, {
+        leaf: { path: claimed.path, attempt: claimed.attempt, fields },
+        expectedCheckpoint: parent.checkpoint,
+        advance: {
+          invocationId: inv.id,
+          sessionId: inv.sessionId,
+          path: parent.path,
+          update: {
+            status: decision.status,
+            checkpoint: decision.checkpoint,
+            escalated: decision.escalated ?? false,
+            error: null,
+            output: null,
+          },
+          events: prepared.map((p) => eventInsert(p.row)),
+          children: decision.start.map((start) => ({
+            path: start.path,
+            agent: start.agent.name,
+            kind: nodeKind(start.agent),
+            branch: start.branch ?? null,
+          })),
+          claim,
+        },
+      });
+    } catch (err) {
+      // A deadlock with a concurrent writer of the same nodes: nothing was written; the general path retries.
+      if (isRetryableSqlError(err)) return 'general';
+      throw err;
+    }
+    if (result.outcome === 'stale') return 'general';
+    if (result.outcome === 'fenced') return undefined;
+    const { continuation, created } = result.advance;
+    if (continuation) {
+      slot.taken = {
+        ...continuation,
+        parent: { ...parent, checkpoint: decision.checkpoint },
+      };
+    }
+    return created
+      .filter((c) => !c.claimed)
+      .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
   }
 
   /** A paused AgentTool / transfer child that is no longer paused (answered meanwhile). */

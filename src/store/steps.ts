@@ -5,7 +5,7 @@
  * this worker — and the state that child will see) in one statement. Hand-written SQL: drizzle stays the schema,
  * the migrations and the cold paths. Every write keeps its fence.
  */
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { queryRows, type Db } from './database.js';
 import { EVENTS_CHANNEL } from './events.js';
 import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
@@ -97,6 +97,8 @@ export interface JobClaim {
   claimed: boolean;
   /** The state the claimed step sees (only when `claimed`). */
   state: Json | undefined;
+  /** The claimed node's parent as it is now (only when `claimed`). */
+  parent: NodeRow | undefined;
 }
 
 /**
@@ -123,6 +125,7 @@ export async function claimForJob(
     node: Json | null;
     claimed: Json | null;
     scopes: Json | null;
+    parent: Json | null;
   }>(
     db,
     sql`with inv as (select * from invocations where id = ${id}),
@@ -146,15 +149,29 @@ export async function claimForJob(
         case when not exists (select 1 from claimed) then
           (select row_to_json(n) from nodes n where n.invocation_id = ${id} and n.path = ${path}) end as node,
         case when exists (select 1 from claimed) then ${SCOPES_OF_INV} end as scopes,
+        (select row_to_json(p) from nodes p join claimed c on p.invocation_id = c.invocation_id
+          and p.path = c.parent_path) as parent,
         (select count(*) from started) as started`,
   );
   if (!row?.inv) return undefined;
   const inv = invocationFromJson(row.inv);
   if (row.claimed) {
     if (inv.status === 'queued') inv.status = 'running';
-    return { inv, node: nodeFromJson(row.claimed), claimed: true, state: stateFromJson(row.scopes) };
+    return {
+      inv,
+      node: nodeFromJson(row.claimed),
+      claimed: true,
+      state: stateFromJson(row.scopes),
+      parent: row.parent ? nodeFromJson(row.parent) : undefined,
+    };
   }
-  return { inv, node: row.node ? nodeFromJson(row.node) : undefined, claimed: false, state: undefined };
+  return {
+    inv,
+    node: row.node ? nodeFromJson(row.node) : undefined,
+    claimed: false,
+    state: undefined,
+    parent: undefined,
+  };
 }
 
 /**
@@ -224,18 +241,31 @@ export interface AdvanceResult {
  * bump of the session and one NOTIFY, and its new children. With `claim`, the child at `claim.path` is inserted
  * already claimed by `claim.owner` (attempt 1, leased), and the state it will see is read in the same statement.
  */
-export async function advanceNodeTx(
-  tx: Db,
-  input: {
-    invocationId: string;
-    sessionId: string;
-    path: string;
-    update: Pick<NodeRow, 'status' | 'checkpoint' | 'escalated' | 'error' | 'output'>;
-    events: readonly EventInsert[];
-    children: readonly ChildInsert[];
-    claim?: { path: string; owner: string; leaseMs: number };
-  },
-): Promise<AdvanceResult> {
+export async function advanceNodeTx(tx: Db, input: AdvanceInput): Promise<AdvanceResult> {
+  const advance = advanceSql(input, sql`true`);
+  const [row] = await queryRows<AdvanceRow>(tx, sql`with ${advance.ctes} select ${advance.columns}`);
+  return advanceResult(input, row);
+}
+
+/** What a workflow node's advance writes (see {@link advanceNodeTx}). */
+export interface AdvanceInput {
+  invocationId: string;
+  sessionId: string;
+  path: string;
+  update: Pick<NodeRow, 'status' | 'checkpoint' | 'escalated' | 'error' | 'output'>;
+  events: readonly EventInsert[];
+  children: readonly ChildInsert[];
+  claim?: { path: string; owner: string; leaseMs: number };
+}
+
+interface AdvanceRow {
+  created: Json[] | null;
+  events: Json[] | null;
+  scopes: Json | null;
+}
+
+/** The CTEs of an advance, each writing only when `guard` holds, and the columns that report it. */
+function advanceSql(input: AdvanceInput, guard: SQL) {
   const { invocationId: id, sessionId, path } = input;
   const n = input.events.length;
   const events = JSON.stringify(
@@ -250,17 +280,15 @@ export async function advanceNodeTx(
   const claimPath = input.claim?.path ?? null;
   const owner = input.claim?.owner ?? null;
   const lease = leaseInterval(input.claim?.leaseMs ?? 1);
-  const [row] = await queryRows<{ created: Json[] | null; events: Json[] | null; scopes: Json | null }>(
-    tx,
-    sql`with upd as (
+  const ctes = sql`upd as (
         update nodes set status = ${input.update.status}, checkpoint = ${JSON.stringify(input.update.checkpoint)}::jsonb,
           escalated = ${input.update.escalated}, error = ${error}::jsonb, output = ${input.update.output}, updated_at = now()
-        where invocation_id = ${id} and path = ${path}
+        where invocation_id = ${id} and path = ${path} and ${guard}
         returning 1
       ),
       seqs as (
         update sessions set last_seq = last_seq + ${n}, updated_at = now()
-        where id = ${sessionId} and ${n}::int > 0
+        where id = ${sessionId} and ${n}::int > 0 and ${guard}
         returning last_seq
       ),
       ev as (
@@ -281,19 +309,24 @@ export async function advanceNodeTx(
                case when c.v->>'path' = ${claimPath} then ${owner} end,
                case when c.v->>'path' = ${claimPath} then now() + ${lease}::interval end
         from jsonb_array_elements(${children}::jsonb) as c(v)
+        where ${guard}
         on conflict do nothing
         returning *
       ),
-      inv as (select session_id, temp_state from invocations where id = ${id} and ${claimPath}::text is not null)
-      select (select json_agg(row_to_json(ins)) from ins) as created,
+      inv as (select session_id, temp_state from invocations where id = ${id} and ${claimPath}::text is not null)`;
+  const columns = sql`(select json_agg(row_to_json(ins)) from ins) as created,
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
         case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
         (select count(*) from upd) as updated,
-        case when ${n}::int > 0 then pg_notify(${EVENTS_CHANNEL}, json_build_object(
-          'sessionId', ${sessionId}::text, 'seq', (select last_seq from seqs), 'invocationId', ${id}::text)::text) end as notified`,
-  );
+        case when exists (select 1 from seqs) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+          'sessionId', ${sessionId}::text, 'seq', (select last_seq from seqs), 'invocationId', ${id}::text)::text) end as notified`;
+  return { ctes, columns };
+}
+
+function advanceResult(input: AdvanceInput, row: AdvanceRow | undefined): AdvanceResult {
+  const claimPath = input.claim?.path;
   const created = (row?.created ?? []).map(nodeFromJson);
-  const continuationNode = claimPath === null ? undefined : created.find((c) => c.path === claimPath);
+  const continuationNode = claimPath === undefined ? undefined : created.find((c) => c.path === claimPath);
   return {
     created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.path === claimPath })),
     events: (row?.events ?? []).map((e) => ({ seq: Number(e.seq), createdAt: toDate(e.created_at) })),
@@ -301,4 +334,58 @@ export async function advanceNodeTx(
       ? { continuation: { node: continuationNode, state: stateFromJson(row?.scopes) } }
       : {}),
   };
+}
+
+/** What {@link completeAndAdvance} did. */
+export type CompleteAndAdvance =
+  | { outcome: 'done'; advance: AdvanceResult }
+  /** The attempt was superseded: nothing written. */
+  | { outcome: 'fenced' }
+  /** The parent is not as expected (advanced or ended meanwhile): nothing written; take the general path. */
+  | { outcome: 'stale' };
+
+/**
+ * A leaf's completion and its parent's advance as one statement, in autocommit (the steady state of a sequence or
+ * loop): the parent is locked only if it is still running with the checkpoint the caller's decision was computed
+ * from, the leaf is settled only if this attempt still owns it (the fence), and the advance writes only if both
+ * held — all or nothing, since it is one statement.
+ */
+export async function completeAndAdvance(
+  db: Db,
+  input: {
+    leaf: {
+      path: string;
+      attempt: number;
+      fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
+    };
+    expectedCheckpoint: Json;
+    advance: AdvanceInput;
+  },
+): Promise<CompleteAndAdvance> {
+  const { invocationId: id, path: parentPath } = input.advance;
+  const { leaf } = input;
+  const error = leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error);
+  const advance = advanceSql(input.advance, sql`exists (select 1 from settled)`);
+  const [row] = await queryRows<AdvanceRow & { parent_ok: string | number; settled: string | number }>(
+    db,
+    sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${id} and path = ${parentPath} and status = 'running'
+          and checkpoint = ${JSON.stringify(input.expectedCheckpoint)}::jsonb
+        for update
+      ),
+      settled as (
+        update nodes set status = ${leaf.fields.status}, escalated = ${leaf.fields.escalated},
+          output = ${leaf.fields.output}, error = ${error}::jsonb, lease_owner = null, lease_expires_at = null,
+          updated_at = now()
+        where invocation_id = ${id} and path = ${leaf.path} and attempt = ${leaf.attempt} and status = 'running'
+          and exists (select 1 from p)
+        returning 1
+      ),
+      ${advance.ctes}
+      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled, ${advance.columns}`,
+  );
+  if (Number(row?.parent_ok ?? 0) === 0) return { outcome: 'stale' };
+  if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
+  return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }

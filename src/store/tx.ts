@@ -12,6 +12,12 @@ function sqlState(err: unknown): string | undefined {
   return undefined;
 }
 
+/** True for a deadlock or serialization failure: the statement or transaction wrote nothing and may be re-run. */
+export function isRetryableSqlError(err: unknown): boolean {
+  const state = sqlState(err);
+  return state !== undefined && RETRYABLE_SQLSTATES.has(state);
+}
+
 /**
  * Runs `work` in one transaction, re-running it when Postgres aborts it for a deadlock or a serialization
  * failure (the transaction wrote nothing then). `work` must not have side effects outside the transaction.

@@ -50,20 +50,18 @@ export function analysis(report: BenchReport): string {
     );
     const pairs = readOnlyPairs(c);
     const remove = [
-      `one write transaction for "append event + complete + advance parent" and the claim folded into the transaction ` +
-        `that made the node runnable (≤ 2 write transactions, so ≤ 2 WAL syncs instead of ${n(c.walSyncs)})`,
-      `the reads folded into the claim (${n(
-        c.topStatements
-          .filter((s) => /^\s*select/i.test(s.query))
-          .reduce((sum, s) => sum + s.callsPerStep, 0),
-        1,
-      )} SELECTs per step now: invocation row, session, node rows)`,
+      `named prepared statements for the two hot statements (the completion is one statement of about ten CTEs, ` +
+        `parsed and planned again at every call: part of the ${n(c.serverMs)} ms of server time per step)`,
+      `the leaf's last event written in its completion's commit (${n(c.walSyncs)} WAL syncs per step → 1), which ` +
+        `needs the event's durability to be tied to the step's end rather than to the yield (a semantics change, ` +
+        `not taken)`,
       pairs > 0
         ? `no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`
-        : 'no read-only BEGIN/COMMIT',
-      'running the next sequential child on the worker that advanced its parent (no queue hop per step)',
+        : 'less client CPU per statement (see the W2 profile: query assembly, the pg driver, JSON parsing)',
     ];
-    out.push(`What would remove it (issue 7, item 1): ${remove.join('; ')}.`);
+    out.push(
+      `Already done (issue 7, item 1): the claim folded into the advance that made the node runnable, the next leaf run on the same worker, the completion and the parent's advance in one statement. What would remove more: ${remove.join('; ')}.`,
+    );
   }
   const p2 = local?.profileW2;
   if (p2) {
@@ -91,9 +89,9 @@ export function analysis(report: BenchReport): string {
       `**W3** (${n(w3.figure.median, 0)} ms, of which 200 ms is the leaves' sleep): 51 leaf steps of ` +
         `${n(c3.statements, 1)} statements and ${n(c3.writeTransactions)} write transactions each; by design ` +
         `(ARCHITECTURE.md "Parent wake-up") every finished child advances the parent under \`FOR UPDATE\`, so 50 ` +
-        `children finishing together queue on one row, each behind a durable commit. Cheaper leaf steps, and ` +
-        `batching the fan-out (the 50 child rows and jobs in one statement and one enqueue) and the parent's advance ` +
-        `(one per batch of finished children), would bring it toward 200 ms plus one step.`,
+        `children finishing together queue on one row, each behind a durable commit, and each advance of a parallel ` +
+        `parent reads its branches. Batching the parent's advance (one per batch of finished children) and keeping ` +
+        `branch outcomes in the parent's checkpoint would bring it toward 200 ms plus one step.`,
     );
   }
   const pgq = counts(report, 'agentloom-pg-pgqueue-1', 'w1');
