@@ -25,11 +25,16 @@ export interface ApiMetricsOptions {
   logger: Logger;
   /** Include Node.js process metrics (CPU, memory, event loop lag). Default true. */
   processMetrics?: boolean;
+  /** Registries served with this one (metrics of the same process kept elsewhere). */
+  include?: readonly Registry[];
 }
 
 /** The metrics of one API server, in a registry of its own (several servers may share a process). */
 export class ApiMetrics {
-  readonly registry = new Registry();
+  /** The API's own metrics. */
+  private readonly own = new Registry();
+  /** What `/metrics` serves: the API's metrics and any included registry. */
+  readonly registry: Registry;
   readonly httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
   readonly enqueued: Counter<'app'>;
@@ -37,7 +42,7 @@ export class ApiMetrics {
   readonly openStreams: Gauge;
 
   constructor(options: ApiMetricsOptions) {
-    const registers = [this.registry];
+    const registers = [this.own];
     const { db, apps, logger } = options;
     this.httpRequests = new Counter({
       name: 'agentloom_http_requests_total',
@@ -118,8 +123,8 @@ export class ApiMetrics {
         for (const row of rows) this.set({ app: row.app, kind: row.kind }, row.count);
       },
     });
-    if (options.processMetrics ?? true)
-      collectDefaultMetrics({ register: this.registry, prefix: 'agentloom_' });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.own, prefix: 'agentloom_' });
+    this.registry = options.include?.length ? Registry.merge([this.own, ...options.include]) : this.own;
   }
 
   /** Counts one answered HTTP request. `route` is the route pattern (`unmatched` for unknown routes). */

@@ -21,6 +21,7 @@ import type { Engine } from '../engine/engine.js';
 import { authenticate, parseApiKeys, type ApiKey } from './auth.js';
 import type { ApiApp, RouteContext } from './context.js';
 import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './errors.js';
+import type { Registry } from 'prom-client';
 import { ApiMetrics } from './metrics.js';
 import { appRoutes } from './routes-apps.js';
 import { eventRoutes } from './routes-events.js';
@@ -47,6 +48,11 @@ export interface ApiServerOptions {
   logger?: Logger;
   /** Include Node.js process metrics in `/metrics`. Default true. */
   processMetrics?: boolean;
+  /**
+   * More metrics served at `/metrics` with the API's own: e.g. the step metrics of a worker in the same process
+   * (`agentloom dev`). Their names must not repeat the API's (so no second set of process metrics).
+   */
+  metricsRegistries?: readonly Registry[];
 }
 
 /** Answers a malformed HTTP request (one Fastify never sees) in the API's error shape, then closes. */
@@ -177,6 +183,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
       apps: [...engine.apps.keys()],
       logger,
       processMetrics: options.processMetrics,
+      ...(options.metricsRegistries ? { include: options.metricsRegistries } : {}),
     }),
     heartbeatMs: options.heartbeatMs ?? 15_000,
     retryMs: options.retryMs ?? 2_000,

@@ -11,6 +11,7 @@ import { createApiServer, listenApi } from '../api/index.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
 import { createEngine } from '../engine/create-engine.js';
+import { StepMetrics } from '../workers/step-metrics.js';
 import type { Engine } from '../engine/engine.js';
 import { UsageError } from './cli-errors.js';
 import { EXAMPLE_APP, EXAMPLE_INPUT, exampleApps } from './demo-app.js';
@@ -112,13 +113,21 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
 export async function runDev(config: DevConfig): Promise<RunningDev> {
   const log = terminalLogger(config.logLevel);
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  // The worker's step metrics are served by the API's /metrics (the API registry has the process metrics).
+  const stepMetrics = new StepMetrics({ processMetrics: false });
   const engine = await createEngine({
     apps: config.apps ?? exampleApps(config.gemini),
     database: { pglite: config.dataDir },
     queue: 'local',
     logger: log,
+    observer: stepMetrics.observer,
   });
-  const server = await createApiServer({ engine, apiKeys: config.apiKeys, logger: log });
+  const server = await createApiServer({
+    engine,
+    apiKeys: config.apiKeys,
+    logger: log,
+    metricsRegistries: [stepMetrics.registry],
+  });
   let url: string;
   try {
     url = await listenApi(server, { port: config.port, authEnabled: config.apiKeys.length > 0, logger: log });

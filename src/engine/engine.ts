@@ -28,7 +28,16 @@ import { answerTx, type FunctionResponseInput } from './resume.js';
 import { nodeKind, Scheduler } from './scheduler.js';
 import { followEvents, waitForSettled } from './follow.js';
 import { agentToContinue, type StartAt } from './start-agent.js';
-import { observeModel, observeModels, observeSteps, observeTools, type EngineObserver } from './observer.js';
+import {
+  notify,
+  observeModel,
+  observeModels,
+  observeSteps,
+  observeTool,
+  observeTools,
+  type EngineObserver,
+  type StepRun,
+} from './observer.js';
 import { invocationView, type InvocationView, type NodeView } from './views.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
@@ -182,6 +191,15 @@ export class Engine {
           .catch((err: unknown) => this.logger.debug({ err }, 'partial event not published'));
       },
       onInvocationEnded: (invocationId) => this.stopSteps(invocationId, 'ended'),
+      ...(observer?.onModelCall
+        ? { observeModel: cachedPerInstance((m: Model) => observeModel(m, observer, parts.logger)) }
+        : {}),
+      ...(observer?.onToolCall
+        ? { observeTool: cachedPerInstance((t: Tool) => observeTool(t, observer, parts.logger)) }
+        : {}),
+      ...(observer?.onStep
+        ? { observeStep: (run: StepRun) => notify(observer.onStep?.bind(observer), run, parts.logger) }
+        : {}),
     });
   }
 
@@ -553,4 +571,17 @@ function safeJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** `wrap` applied once per instance: the same wrapper for the same model or tool every time. */
+function cachedPerInstance<T extends object>(wrap: (value: T) => T): (value: T) => T {
+  const wrapped = new WeakMap<T, T>();
+  return (value) => {
+    let result = wrapped.get(value);
+    if (!result) {
+      result = wrap(value);
+      wrapped.set(value, result);
+    }
+    return result;
+  };
 }

@@ -6,3 +6,4 @@ export * from './runner.js';
 export type { InvocationView, NodeView, PendingCall } from './views.js';
 export type { FunctionResponseInput } from './resume.js';
 export type { StartAt } from './start-agent.js';
+export type { EngineObserver, ModelCallEnd, StepEnd, StepRun, ToolCallEnd } from './observer.js';

@@ -29,6 +29,10 @@ export interface NodeRuntimeDeps {
   fault: (point: string, info: { invocationId: string; path: string; attempt: number }) => Promise<void>;
   /** Receives partial (streamed, never stored) events. */
   partials: (event: Event) => void;
+  /** Wraps a model instance an agent holds (not one registered by name) so its calls are observed. */
+  observeModel?: (model: Model) => Model;
+  /** Wraps a tool instance an agent holds (not one registered by name) so its calls are observed. */
+  observeTool?: (tool: Tool) => Tool;
 }
 
 /**
@@ -176,7 +180,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   }
 
   resolveModel(ref: Model | string | undefined): Model {
-    if (ref !== undefined && typeof ref !== 'string') return ref;
+    if (ref !== undefined && typeof ref !== 'string') return this.deps.observeModel?.(ref) ?? ref;
     const name = ref ?? 'default';
     const model = this.deps.models.get(name) ?? this.deps.defaultModel(name);
     if (!model) {
@@ -190,8 +194,9 @@ export class EngineNodeRuntime implements NodeRuntime {
   }
 
   resolveTool(ref: Tool | string): Tool {
-    if (typeof ref !== 'string') return ref;
-    const tool = ref === exitLoop.name ? exitLoop : this.deps.tools.get(ref);
+    if (typeof ref !== 'string') return this.deps.observeTool?.(ref) ?? ref;
+    const tool =
+      ref === exitLoop.name ? (this.deps.observeTool?.(exitLoop) ?? exitLoop) : this.deps.tools.get(ref);
     if (!tool) {
       throw new AgentloomError(
         'CONFIG',

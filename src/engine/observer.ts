@@ -26,6 +26,23 @@ export interface StepEnd {
   durationMs: number;
   /** How many times the engine re-sent this wake-up before (0 on a first delivery). */
   redelivery: number;
+  /** From the job becoming due to its handler starting, ms (when the queue reports it). */
+  queueWaitMs?: number;
+}
+
+/**
+ * How one claimed step of a leaf ended: its outcome committed (`completed`, `failed`, `paused`, `waiting` on a child
+ * agent), or nothing committed — `superseded` (another attempt took the node over), `released` (shutdown gave it
+ * back), `stopped` (cancelled or ended meanwhile). A job may run several steps (a sequence continued on this worker).
+ */
+export interface StepRun {
+  invocationId: string;
+  path: string;
+  agent: string;
+  attempt: number;
+  outcome: 'completed' | 'failed' | 'paused' | 'waiting' | 'superseded' | 'released' | 'stopped';
+  /** From the claim to the end of the commit, ms. */
+  durationMs: number;
 }
 
 /** One model call. */
@@ -55,7 +72,10 @@ export interface ToolCallEnd {
  * by id), which is how YAML apps and registries reference them.
  */
 export interface EngineObserver {
+  /** A step job ended (its handler returned or threw). */
   onStepEnd?(step: StepEnd): void;
+  /** A claimed step of a leaf ended. */
+  onStep?(step: StepRun): void;
   onModelCall?(call: ModelCallEnd): void;
   onToolCall?(call: ToolCallEnd): void;
 }
@@ -78,8 +98,9 @@ export function observeSteps(
 ): StepHandler {
   if (!observer?.onStepEnd) return handle;
   const onStepEnd = observer.onStepEnd.bind(observer);
-  return async (job) => {
+  return async (job, delivery) => {
     const started = performance.now();
+    const queueWaitMs = delivery ? Math.max(0, Date.now() - delivery.readyAt) : undefined;
     const end = (outcome: StepOutcome): void =>
       notify(
         onStepEnd,
@@ -89,11 +110,12 @@ export function observeSteps(
           outcome,
           durationMs: performance.now() - started,
           redelivery: job.redelivery ?? 0,
+          ...(queueWaitMs === undefined ? {} : { queueWaitMs }),
         },
         logger,
       );
     try {
-      await handle(job);
+      await handle(job, delivery);
       end('ok');
     } catch (err) {
       end('error');

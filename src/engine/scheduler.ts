@@ -57,6 +57,7 @@ import { isRetryableSqlError } from '../store/tx.js';
 import type { Store } from '../store/store.js';
 import { anyAnswered, cancelToolRequestsTx, insertToolRequestsTx } from '../store/tool-requests.js';
 import { EngineNodeRuntime, LeaseGuard, type NodeRuntimeDeps } from './node-runtime.js';
+import type { StepRun } from './observer.js';
 import type { RegisteredApp } from './registry.js';
 
 /** Dependencies of the scheduler. */
@@ -74,6 +75,8 @@ export interface SchedulerDeps extends NodeRuntimeDeps {
   onInvocationEnded: (invocationId: string) => void;
   /** Delay before a job this worker cannot run (another definition of its app) is offered again. */
   deferMs: number;
+  /** Told how each claimed step ended (metrics). Must not throw. */
+  observeStep?: (run: StepRun) => void;
 }
 
 /** Why this process stopped one of its steps early (the reason given to its AbortController). */
@@ -346,13 +349,12 @@ export class Scheduler {
       await this.release(inv, next.node, this.log(inv, next.node.path, next.node.attempt));
       return undefined;
     }
-    try {
-      await this.deps.queue.enqueue([{ ...recovery, definition: inv.definitionHash }], {
-        delayMs: this.deps.leaseMs,
-      });
-    } catch (err) {
-      this.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost');
-    }
+    // Not awaited: it is due only a lease from now, so the step need not wait for the queue's round trip.
+    this.deps.queue
+      .enqueue([{ ...recovery, definition: inv.definitionHash }], { delayMs: this.deps.leaseMs })
+      .catch((err: unknown) =>
+        this.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost'),
+      );
     return { node: next.node, agent: this.agentOf(inv, next.node), step, known: next };
   }
 
@@ -636,6 +638,16 @@ export class Scheduler {
     const { store, leaseMs } = this.deps;
     const log = this.log(inv, claimed.path, claimed.attempt);
     log.debug('step claimed');
+    const started = performance.now();
+    const report = (outcome: StepRun['outcome']): void =>
+      this.deps.observeStep?.({
+        invocationId: inv.id,
+        path: claimed.path,
+        agent: claimed.agent,
+        attempt: claimed.attempt,
+        outcome,
+        durationMs: performance.now() - started,
+      });
     const lease = new LeaseGuard(
       () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
       leaseMs,
@@ -686,9 +698,11 @@ export class Scheduler {
         } else if (err instanceof NodeSuspended) outcome = err;
         else if (controller.signal.aborted && reason === SHUTDOWN) {
           await this.release(inv, claimed, log);
+          report('released');
           return { committed: false };
         } else if (isQuietStop(err, controller)) {
           logStop(log, err, reason);
+          report(isSuperseded(err, reason) ? 'superseded' : 'stopped');
           return { committed: false };
         } else if (isInfrastructure(err)) throw err;
         else outcome = { status: 'failed', error: toStoredError(err) };
@@ -698,8 +712,10 @@ export class Scheduler {
       const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested, slot, known?.parent);
       if (!jobs) {
         log.info({ status }, 'step commit refused: superseded');
+        report('superseded');
         return { committed: false };
       }
+      report(status as StepRun['outcome']);
       // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
       if (runtime.endRequested && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
         this.deps.onInvocationEnded(inv.id);
@@ -1005,8 +1021,12 @@ export class Scheduler {
 }
 
 /** Logs why a step stopped without an outcome: superseded (a zombie's attempt) is worth a warning. */
+function isSuperseded(err: unknown, reason: unknown): boolean {
+  return hasErrorCode(reason, 'FENCED') || hasErrorCode(err, 'FENCED');
+}
+
 function logStop(log: Logger, err: unknown, reason: unknown): void {
-  if (hasErrorCode(reason, 'FENCED') || hasErrorCode(err, 'FENCED')) {
+  if (isSuperseded(err, reason)) {
     log.warn({ err }, 'step superseded: another worker took the node over; this attempt writes nothing more');
   } else {
     log.info(

@@ -200,7 +200,7 @@ export class BullmqQueue implements StepQueue {
     }
     const step = parsed.data;
     try {
-      await handler(step);
+      await handler(step, { readyAt: job.timestamp + (job.delay ?? 0) });
     } catch (err) {
       this.options.onError?.(err, step);
       const redelivery = (step.redelivery ?? 0) + 1;

@@ -32,6 +32,8 @@ export class InProcessQueue implements StepQueue {
   readonly kind = 'local';
   private readonly waiting: Entry[] = [];
   private readonly waitingIds = new Set<string>();
+  /** When each waiting entry became due (its queue wait starts). */
+  private readonly readyAt = new WeakMap<Entry, number>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private handler: StepHandler | undefined;
   private concurrency = 0;
@@ -65,6 +67,7 @@ export class InProcessQueue implements StepQueue {
     if (this.waitingIds.has(id)) return;
     this.waitingIds.add(id);
     this.waiting.push(entry);
+    this.readyAt.set(entry, Date.now());
   }
 
   async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
@@ -83,9 +86,11 @@ export class InProcessQueue implements StepQueue {
   private pump(): void {
     while (this.handler && !this.stopped && this.active < this.concurrency && this.waiting.length > 0) {
       const entry = this.waiting.shift() as Entry;
+      const readyAt = this.readyAt.get(entry) ?? Date.now();
+      this.readyAt.delete(entry);
       this.waitingIds.delete(jobId(entry.job));
       this.active++;
-      const run = this.deliver(this.handler, entry).finally(() => {
+      const run = this.deliver(this.handler, entry, readyAt).finally(() => {
         this.active--;
         this.running.delete(run);
         this.pump();
@@ -94,9 +99,9 @@ export class InProcessQueue implements StepQueue {
     }
   }
 
-  private async deliver(handler: StepHandler, entry: Entry): Promise<void> {
+  private async deliver(handler: StepHandler, entry: Entry, readyAt: number): Promise<void> {
     try {
-      await handler(entry.job);
+      await handler(entry.job, { readyAt });
     } catch (err) {
       if (this.stopped) return;
       this.options.onError?.(err, entry.job);

@@ -35,7 +35,13 @@ export function jobId(job: StepJob): string {
 }
 
 /** Handles one job. A rejection means "deliver again later" (the queue owns crash-level retries). */
-export type StepHandler = (job: StepJob) => Promise<void>;
+/** How the queue delivered a job. */
+export interface Delivery {
+  /** When the job became due (enqueued, or its delay ended), ms since the epoch: the queue wait ends now. */
+  readyAt: number;
+}
+
+export type StepHandler = (job: StepJob, delivery?: Delivery) => Promise<void>;
 
 /** Options of {@link StepQueue.process}. */
 export interface ProcessOptions {

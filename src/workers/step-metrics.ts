@@ -1,6 +1,6 @@
 /**
  * Prometheus metrics of the steps a process runs (ARCHITECTURE.md "Observability"): steps by outcome and their
- * duration, retries, model call latency and tokens, tool call latency. Fed by the engine's observer
+ * duration, step jobs and their queue wait, retries, model call latency and tokens, tool call latency. Fed by the engine's observer
  * (`createEngine({ observer: metrics.observer })`); served by a worker's `--metrics-port`.
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
@@ -22,6 +22,9 @@ export class StepMetrics {
   readonly registry: Registry;
   readonly steps: Counter<'outcome'>;
   readonly stepDuration: Histogram<'outcome'>;
+  readonly jobs: Counter<'outcome'>;
+  readonly jobDuration: Histogram<'outcome'>;
+  readonly queueWait: Histogram;
   readonly retries: Counter;
   readonly modelCalls: Counter<'model' | 'outcome'>;
   readonly modelDuration: Histogram<'model' | 'outcome'>;
@@ -36,14 +39,35 @@ export class StepMetrics {
     const registers = [this.registry];
     this.steps = new Counter({
       name: 'agentloom_steps_total',
-      help: 'Step jobs handled by this process, by outcome: ok (ran or had nothing to do), error (delivered again)',
+      help:
+        'Leaf steps this process ran, by outcome: completed, failed, paused, waiting (on a child agent), ' +
+        'superseded (another attempt took over), released (shutdown), stopped (cancelled or ended)',
       labelNames: ['outcome'],
       registers,
     });
     this.stepDuration = new Histogram({
       name: 'agentloom_step_duration_seconds',
-      help: 'Time to handle a step job (claim, run the agent, commit), in seconds, by outcome',
+      help: 'Time of a leaf step from its claim to its commit (the agent run included), in seconds, by outcome',
       labelNames: ['outcome'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.jobs = new Counter({
+      name: 'agentloom_step_jobs_total',
+      help: 'Step jobs handled by this process, by outcome: ok (ran or had nothing to do), error (delivered again)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    this.jobDuration = new Histogram({
+      name: 'agentloom_step_job_duration_seconds',
+      help: 'Time to handle a step job (the steps it ran included), in seconds, by outcome',
+      labelNames: ['outcome'],
+      buckets: BUCKETS,
+      registers,
+    });
+    this.queueWait = new Histogram({
+      name: 'agentloom_step_queue_wait_seconds',
+      help: 'Time a step job waited in the queue, from becoming due to its handler starting, in seconds',
       buckets: BUCKETS,
       registers,
     });
@@ -85,16 +109,22 @@ export class StepMetrics {
       registers,
     });
     // Both step series exist from the start, so that rates and alerts see a 0 rather than no data.
-    for (const outcome of ['ok', 'error']) this.steps.inc({ outcome }, 0);
+    for (const outcome of ['ok', 'error']) this.jobs.inc({ outcome }, 0);
+    for (const outcome of ['completed', 'failed', 'paused', 'waiting']) this.steps.inc({ outcome }, 0);
     this.retries.inc(0);
     if (options.processMetrics ?? true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'agentloom_' });
     }
     this.observer = {
-      onStepEnd: (step) => {
+      onStepEnd: (job) => {
+        this.jobs.inc({ outcome: job.outcome });
+        this.jobDuration.observe({ outcome: job.outcome }, job.durationMs / 1000);
+        if (job.queueWaitMs !== undefined) this.queueWait.observe(job.queueWaitMs / 1000);
+        if (job.outcome === 'error') this.retries.inc();
+      },
+      onStep: (step) => {
         this.steps.inc({ outcome: step.outcome });
         this.stepDuration.observe({ outcome: step.outcome }, step.durationMs / 1000);
-        if (step.outcome === 'error') this.retries.inc();
       },
       onModelCall: (call) => {
         const labels = { model: call.model, outcome: call.outcome };

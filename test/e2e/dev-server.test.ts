@@ -23,6 +23,7 @@ import {
   type CliTarget,
 } from '../support/cli-scenarios.js';
 import { exampleRunOverSse } from '../support/example-flow.js';
+import { parseExposition, value } from '../support/prometheus-text.js';
 
 /** Starting on a fresh PGlite directory takes seconds; on a busy machine many more. */
 const START_TIMEOUT_MS = 180_000;
@@ -77,6 +78,15 @@ describe('agentloom dev, no --apps: the example app', () => {
     expect(events.stdout).toMatch(/^#\s*\d+ \[research\.0\] research_web: /m);
     expect(events.stdout).toMatch(/^#\s*\d+ \[research\.1\] research_docs: /m);
     expect(events.stdout).toMatch(/^#\s*\d+ publisher: Published/m);
+
+    // dev's /metrics serves the worker's step metrics with the API's: valid text, and the run's steps counted.
+    const metrics = parseExposition(await (await fetch(`${url}/metrics`)).text());
+    expect(value(metrics, 'agentloom_steps_total', { outcome: 'completed' })).toBeGreaterThanOrEqual(5);
+    expect(value(metrics, 'agentloom_step_queue_wait_seconds_count')).toBeGreaterThan(0);
+    expect(value(metrics, 'agentloom_tool_calls_total', { tool: 'publish_post', outcome: 'ok' })).toBe(1);
+    expect(value(metrics, 'agentloom_invocations_enqueued_total', { app: 'writer' })).toBeGreaterThanOrEqual(
+      1,
+    );
   });
 
   it('stops on SIGTERM with exit code 0', async () => {

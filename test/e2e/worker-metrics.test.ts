@@ -68,6 +68,9 @@ describe('agentloom worker --metrics-port', () => {
     for (const [name, type] of [
       ['agentloom_steps_total', 'counter'],
       ['agentloom_step_duration_seconds', 'histogram'],
+      ['agentloom_step_jobs_total', 'counter'],
+      ['agentloom_step_job_duration_seconds', 'histogram'],
+      ['agentloom_step_queue_wait_seconds', 'histogram'],
       ['agentloom_step_retries_total', 'counter'],
       ['agentloom_model_calls_total', 'counter'],
       ['agentloom_model_call_duration_seconds', 'histogram'],
@@ -77,17 +80,23 @@ describe('agentloom worker --metrics-port', () => {
     ] as const) {
       expect(before.get(name)?.type, name).toBe(type);
     }
-    const stepsBefore = value(before, 'agentloom_steps_total', { outcome: 'ok' });
+    const jobsBefore = value(before, 'agentloom_step_jobs_total', { outcome: 'ok' });
+    const stepsBefore = value(before, 'agentloom_steps_total', { outcome: 'completed' });
 
     const { invocationId } = await producer.enqueue({ app: 'metered', userId: 'ops', input: 'look it up' });
     const run = await producer.wait(invocationId, { timeoutMs: 60_000 });
     expect(run).toMatchObject({ status: 'completed', output: 'looked it up' });
 
     const after = await scrape(url);
-    const steps = value(after, 'agentloom_steps_total', { outcome: 'ok' });
-    expect(steps).toBeGreaterThan(stepsBefore);
-    expect(value(after, 'agentloom_step_duration_seconds_count', { outcome: 'ok' })).toBe(steps);
-    expect(value(after, 'agentloom_steps_total', { outcome: 'error' })).toBe(0);
+    const jobs = value(after, 'agentloom_step_jobs_total', { outcome: 'ok' });
+    expect(jobs).toBeGreaterThan(jobsBefore);
+    expect(value(after, 'agentloom_step_job_duration_seconds_count', { outcome: 'ok' })).toBe(jobs);
+    expect(value(after, 'agentloom_step_queue_wait_seconds_count', {})).toBe(jobs);
+    expect(value(after, 'agentloom_step_jobs_total', { outcome: 'error' })).toBe(0);
+    // The run's one leaf step completed (its tool call and both model calls were inside it).
+    const steps = value(after, 'agentloom_steps_total', { outcome: 'completed' });
+    expect(steps - stepsBefore).toBe(1);
+    expect(value(after, 'agentloom_step_duration_seconds_count', { outcome: 'completed' })).toBe(steps);
     const model = { model: 'metered', outcome: 'ok' };
     expect(value(after, 'agentloom_model_calls_total', model)).toBe(2);
     expect(value(after, 'agentloom_model_call_duration_seconds_count', model)).toBe(2);
@@ -114,7 +123,7 @@ describe('agentloom worker --metrics-port', () => {
   it('takes the port from AGENTLOOM_METRICS_PORT, and serves nothing without one', async () => {
     const withEnv = spawnWorker([], { AGENTLOOM_METRICS_PORT: '0' });
     const url = await metricsUrl(withEnv);
-    expect(value(await scrape(url), 'agentloom_steps_total', { outcome: 'ok' })).toBeGreaterThanOrEqual(0);
+    expect(value(await scrape(url), 'agentloom_step_jobs_total', { outcome: 'ok' })).toBe(0);
 
     const without = spawnWorker([]);
     await without.waitStarted();

@@ -140,8 +140,18 @@ describe('StepMetrics', () => {
   it('counts what the observer reports into Prometheus series', async () => {
     const metrics = new StepMetrics({ processMetrics: false });
     const { observer } = metrics;
-    observer.onStepEnd?.({ invocationId: 'i', path: 'p', outcome: 'ok', durationMs: 12, redelivery: 0 });
+    observer.onStepEnd?.({
+      invocationId: 'i',
+      path: 'p',
+      outcome: 'ok',
+      durationMs: 12,
+      redelivery: 0,
+      queueWaitMs: 30,
+    });
     observer.onStepEnd?.({ invocationId: 'i', path: 'p', outcome: 'error', durationMs: 3, redelivery: 0 });
+    const step = { invocationId: 'i', path: 'p', agent: 'a', attempt: 1 };
+    observer.onStep?.({ ...step, outcome: 'completed', durationMs: 8 });
+    observer.onStep?.({ ...step, outcome: 'superseded', durationMs: 2 });
     observer.onModelCall?.({
       model: 'm1',
       agent: 'a',
@@ -151,10 +161,16 @@ describe('StepMetrics', () => {
     });
     observer.onToolCall?.({ tool: 't1', agent: 'a', outcome: 'error', durationMs: 40 });
     const text = await metrics.registry.metrics();
-    expect(text).toMatch(/^agentloom_steps_total\{outcome="ok"\} 1$/m);
-    expect(text).toMatch(/^agentloom_steps_total\{outcome="error"\} 1$/m);
+    expect(text).toMatch(/^agentloom_step_jobs_total\{outcome="ok"\} 1$/m);
+    expect(text).toMatch(/^agentloom_step_jobs_total\{outcome="error"\} 1$/m);
     expect(text).toMatch(/^agentloom_step_retries_total 1$/m);
-    expect(text).toMatch(/^agentloom_step_duration_seconds_sum\{outcome="ok"\} 0\.012$/m);
+    expect(text).toMatch(/^agentloom_step_job_duration_seconds_sum\{outcome="ok"\} 0\.012$/m);
+    expect(text).toMatch(/^agentloom_step_queue_wait_seconds_sum 0\.03$/m);
+    expect(text).toMatch(/^agentloom_step_queue_wait_seconds_count 1$/m);
+    expect(text).toMatch(/^agentloom_steps_total\{outcome="completed"\} 1$/m);
+    expect(text).toMatch(/^agentloom_steps_total\{outcome="superseded"\} 1$/m);
+    expect(text).toMatch(/^agentloom_steps_total\{outcome="failed"\} 0$/m);
+    expect(text).toMatch(/^agentloom_step_duration_seconds_sum\{outcome="completed"\} 0\.008$/m);
     expect(text).toMatch(/^agentloom_model_calls_total\{model="m1",outcome="ok"\} 1$/m);
     expect(text).toMatch(/^agentloom_model_tokens_total\{model="m1",kind="prompt"\} 11$/m);
     expect(text).toMatch(/^agentloom_model_tokens_total\{model="m1",kind="output"\} 4$/m);
