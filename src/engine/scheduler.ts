@@ -349,12 +349,19 @@ export class Scheduler {
       await this.release(inv, next.node, this.log(inv, next.node.path, next.node.attempt));
       return undefined;
     }
-    // Not awaited: it is due only a lease from now, so the step need not wait for the queue's round trip.
-    this.deps.queue
-      .enqueue([{ ...recovery, definition: inv.definitionHash }], { delayMs: this.deps.leaseMs })
-      .catch((err: unknown) =>
-        this.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost'),
-      );
+    // Not awaited: it is due only a lease from now, so the step need not wait for the queue's round trip. A queue
+    // kept in PostgreSQL gets none: there a wake-up is itself a durable write per step, and the reconciler (a query
+    // over the same database) already wakes a leaf whose lease lapsed.
+    if (this.deps.queue.kind !== 'postgres') {
+      this.deps.queue
+        .enqueue([{ ...recovery, definition: inv.definitionHash }], { delayMs: this.deps.leaseMs })
+        .catch((err: unknown) =>
+          this.deps.logger.warn(
+            { err },
+            'enqueue failed; the reconciler will recover this step if it is lost',
+          ),
+        );
+    }
     return { node: next.node, agent: this.agentOf(inv, next.node), step, known: next };
   }
 
