@@ -23,7 +23,14 @@ import {
 } from '../core/errors.js';
 import { jobId, type StepJob, type StepQueue } from '../queue/step-queue.js';
 import type { Db } from '../store/database.js';
-import { appendEventTx, lastFinalText, listEvents, prepareEvent, type EventRow } from '../store/events.js';
+import {
+  appendEventTx,
+  lastFinalText,
+  listEvents,
+  prepareEvent,
+  type EventRow,
+  type PreparedEvent,
+} from '../store/events.js';
 import {
   getInvocation,
   getInvocationWithNode,
@@ -51,6 +58,8 @@ import {
   claimForJob,
   completeAndAdvance,
   settleLeafLockParentTx,
+  type AdvanceInput,
+  type AdvanceResult,
   type EventInsert,
 } from '../store/steps.js';
 import { isRetryableSqlError } from '../store/tx.js';
@@ -477,15 +486,7 @@ export class Scheduler {
     decision: WorkflowDecision,
     slot?: ContinuationSlot,
   ): Promise<NodeJobRef[]> {
-    const prepared = decision.events.map((event) =>
-      prepareEvent({
-        sessionId: inv.sessionId,
-        invocationId: inv.id,
-        nodePath: row.path,
-        branch: row.branch ?? undefined,
-        event,
-      }),
-    );
+    const prepared = this.prepareDecisionEvents(inv, row, decision);
     // Checkpoint and end events change no state: written with the advance, in its statement. Anything else
     // (never produced by the built-in workflow agents) takes the general path.
     const batched = prepared.every((p) => !p.changesState);
@@ -505,44 +506,11 @@ export class Scheduler {
       decision.status === 'completed'
         ? ((await lastFinalText(tx, inv.sessionId, inv.id, row.path)) ?? null)
         : null;
-    const [only] = decision.start;
-    const claim =
-      slot?.allow &&
-      !slot.taken &&
-      decision.start.length === 1 &&
-      only &&
-      !(only.agent instanceof WorkflowAgent)
-        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
-        : undefined;
-    const result = await advanceNodeTx(tx, {
-      invocationId: inv.id,
-      sessionId: inv.sessionId,
-      path: row.path,
-      update: {
-        status: decision.status,
-        checkpoint: decision.checkpoint,
-        escalated: decision.escalated ?? false,
-        error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
-        output,
-      },
-      events: batched ? prepared.map((p) => eventInsert(p.row)) : [],
-      children: decision.start.map((start) => ({
-        path: start.path,
-        agent: start.agent.name,
-        kind: nodeKind(start.agent),
-        branch: start.branch ?? null,
-      })),
-      claim,
-    });
-    if (result.continuation && slot) {
-      slot.taken = {
-        ...result.continuation,
-        parent: { path: row.path, agent: row.agent, branch: row.branch, checkpoint: decision.checkpoint },
-      };
-    }
-    const jobs: NodeJobRef[] = result.created
-      .filter((c) => !c.claimed)
-      .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
+    const result = await advanceNodeTx(
+      tx,
+      this.advanceInput(inv, row, decision, batched ? prepared : [], output, slot),
+    );
+    const jobs = this.afterAdvance(inv, row, decision, result, slot);
     if (settled)
       jobs.push(
         ...(await this.settleTx(
@@ -885,46 +853,14 @@ export class Scheduler {
       },
     });
     if (unknown || decision.status !== 'running') return 'general';
-    const prepared = decision.events.map((event) =>
-      prepareEvent({
-        sessionId: inv.sessionId,
-        invocationId: inv.id,
-        nodePath: parent.path,
-        branch: parent.branch ?? undefined,
-        event,
-      }),
-    );
+    const prepared = this.prepareDecisionEvents(inv, parent, decision);
     if (prepared.some((p) => p.changesState)) return 'general';
-    const [only] = decision.start;
-    const claim =
-      slot.allow && decision.start.length === 1 && only && !(only.agent instanceof WorkflowAgent)
-        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
-        : undefined;
     let result: Awaited<ReturnType<typeof completeAndAdvance>>;
     try {
       result = await completeAndAdvance(this.deps.store.db, {
         leaf: { path: claimed.path, attempt: claimed.attempt, fields },
         expectedCheckpoint: parent.checkpoint,
-        advance: {
-          invocationId: inv.id,
-          sessionId: inv.sessionId,
-          path: parent.path,
-          update: {
-            status: decision.status,
-            checkpoint: decision.checkpoint,
-            escalated: decision.escalated ?? false,
-            error: null,
-            output: null,
-          },
-          events: prepared.map((p) => eventInsert(p.row)),
-          children: decision.start.map((start) => ({
-            path: start.path,
-            agent: start.agent.name,
-            kind: nodeKind(start.agent),
-            branch: start.branch ?? null,
-          })),
-          claim,
-        },
+        advance: this.advanceInput(inv, parent, decision, prepared, null, slot),
       });
     } catch (err) {
       // A deadlock with a concurrent writer of the same nodes: nothing was written; the general path retries.
@@ -933,14 +869,85 @@ export class Scheduler {
     }
     if (result.outcome === 'stale') return 'general';
     if (result.outcome === 'fenced') return undefined;
-    const { continuation, created } = result.advance;
-    if (continuation) {
+    return this.afterAdvance(inv, parent, decision, result.advance, slot);
+  }
+
+  /** The events of `decision` on workflow node `node`, validated and built as rows (nothing written). */
+  private prepareDecisionEvents(
+    inv: InvocationRow,
+    node: { path: string; branch: string | null },
+    decision: WorkflowDecision,
+  ): PreparedEvent[] {
+    return decision.events.map((event) =>
+      prepareEvent({
+        sessionId: inv.sessionId,
+        invocationId: inv.id,
+        nodePath: node.path,
+        branch: node.branch ?? undefined,
+        event,
+      }),
+    );
+  }
+
+  /**
+   * What one statement writes for `decision` on workflow node `node`: its new status and checkpoint, its events
+   * (prepared, changing no state), its new children — the only one, when it is a leaf and `slot` allows, claimed
+   * for this worker.
+   */
+  private advanceInput(
+    inv: InvocationRow,
+    node: { path: string; branch: string | null },
+    decision: WorkflowDecision,
+    events: readonly PreparedEvent[],
+    output: string | null,
+    slot: ContinuationSlot | undefined,
+  ): AdvanceInput {
+    const [only] = decision.start;
+    const claim =
+      slot?.allow &&
+      !slot.taken &&
+      decision.start.length === 1 &&
+      only &&
+      !(only.agent instanceof WorkflowAgent)
+        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
+        : undefined;
+    return {
+      invocationId: inv.id,
+      sessionId: inv.sessionId,
+      path: node.path,
+      update: {
+        status: decision.status,
+        checkpoint: decision.checkpoint,
+        escalated: decision.escalated ?? false,
+        error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
+        output,
+      },
+      events: events.map((p) => eventInsert(p.row)),
+      children: decision.start.map((start) => ({
+        path: start.path,
+        agent: start.agent.name,
+        kind: nodeKind(start.agent),
+        branch: start.branch ?? null,
+      })),
+      ...(claim ? { claim } : {}),
+    };
+  }
+
+  /** After an advance: the continuation it claimed goes to `slot`; the other new children need wake-ups. */
+  private afterAdvance(
+    inv: InvocationRow,
+    node: { path: string; agent: string; branch: string | null },
+    decision: WorkflowDecision,
+    result: AdvanceResult,
+    slot: ContinuationSlot | undefined,
+  ): NodeJobRef[] {
+    if (result.continuation && slot) {
       slot.taken = {
-        ...continuation,
-        parent: { ...parent, checkpoint: decision.checkpoint },
+        ...result.continuation,
+        parent: { path: node.path, agent: node.agent, branch: node.branch, checkpoint: decision.checkpoint },
       };
     }
-    return created
+    return result.created
       .filter((c) => !c.claimed)
       .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
   }
