@@ -135,9 +135,11 @@ export class BaseAgent {
   }
 
   /**
-   * A custom agent's behaviour: yield events (built with `createEvent`). Each yielded event is stored before
-   * the generator continues. If the node is re-run after a crash, the events it already stored are skipped,
-   * so a deterministic generator never duplicates history.
+   * A custom agent's behaviour: yield events (built with `createEvent`). An event that changes state is stored
+   * before the generator continues. Any other is stored before the step's next event, model or tool call, child
+   * or history read, within 10 ms if none of these comes, and at the latest in the commit that completes the step
+   * (so a step whose last event ends it costs one commit, not two). If the node is re-run after a crash, the
+   * events it already stored are skipped, so a deterministic generator never duplicates history.
    */
   // eslint-disable-next-line require-yield -- the base class only explains that subclasses must override it
   protected async *runImpl(_ctx: InvocationContext): AsyncGenerator<Event, void, undefined> {
@@ -161,7 +163,7 @@ export class BaseAgent {
       if (text) output = text;
       // Replay after a crash: the first `alreadyStored` events were stored by an earlier attempt.
       if (current < alreadyStored) continue;
-      await runtime.emit({ ...event, author: event.author || this.name, id: undefined });
+      await runtime.emitDeferred({ ...event, author: event.author || this.name, id: undefined });
     }
     return { status: 'completed', escalated, output };
   }

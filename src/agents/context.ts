@@ -71,6 +71,12 @@ export interface NodeRuntime {
   /** Appends an event of this node (fenced); resolves with the stored event. */
   emit(event: NewEvent): Promise<Event>;
   /**
+   * Appends an event of this node (fenced) that nothing in this step reads back: stored before the step's next
+   * write, model call, tool call, child or history read (or shortly after, if none comes), and otherwise in the
+   * same commit as the step's completion. An event that changes state is stored at once, as by `emit`.
+   */
+  emitDeferred(event: NewEvent): Promise<void>;
+  /**
    * Called before a model call or a tool call starts: resolves when this attempt's lease is surely still held
    * (renewing it first if this process's clock says it may have lapsed — after a freeze or a long pause); throws
    * FENCED when another worker took the node over, so a zombie never spends or acts.

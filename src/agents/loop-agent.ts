@@ -43,6 +43,8 @@ export class LoopAgent extends WorkflowAgent {
 
   /** Children after the current one of this iteration, and those of later iterations, have not started. */
   override notStarted(checkpoint: Record<string, unknown>, path: string): boolean {
+    // Before the first advance (no checkpoint stored yet) no child has started.
+    if (checkpoint.iteration === undefined) return true;
     const hash = path.lastIndexOf('#');
     if (hash < 0) return false;
     const iteration = Number(path.slice(hash + 1));

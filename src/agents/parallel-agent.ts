@@ -26,6 +26,14 @@ export class ParallelAgent extends WorkflowAgent {
     return 'parallel';
   }
 
+  /**
+   * Before its first advance the checkpoint records no children, and every child starts in that advance: none
+   * can exist yet. After it, each may.
+   */
+  override notStarted(checkpoint: Record<string, unknown>, _path: string): boolean {
+    return checkpoint.children === undefined;
+  }
+
   advance(view: WorkflowView): WorkflowDecision {
     const start: ChildStart[] = [];
     const statuses: string[] = [];

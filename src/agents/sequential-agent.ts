@@ -24,9 +24,13 @@ export class SequentialAgent extends WorkflowAgent {
     return 'sequential';
   }
 
-  /** Children after the current one have not started: each starts when the one before it completes. */
+  /**
+   * Children after the current one have not started: each starts when the one before it completes. Before the
+   * first advance (no checkpoint stored yet) none has: the first starts in the advance that stores it.
+   */
   override notStarted(checkpoint: Record<string, unknown>, path: string): boolean {
-    return this.childIndex(path) > Number(checkpoint.completedSubAgents ?? 0);
+    if (checkpoint.completedSubAgents === undefined) return true;
+    return this.childIndex(path) > Number(checkpoint.completedSubAgents);
   }
 
   advance(view: WorkflowView): WorkflowDecision {

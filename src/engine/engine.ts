@@ -14,13 +14,14 @@ import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import { Gemini } from '../models/gemini.js';
 import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
-import { appendEventTx, listEvents } from '../store/events.js';
+import { appendEventTx, listEvents, prepareEvent } from '../store/events.js';
 import { getInvocation, insertInvocationTx, type InvocationRow } from '../store/invocations.js';
 import { insertNodeTx, invocationNodes, reconcileNodes, type NodeJobRef } from '../store/nodes.js';
 import { createSessionTx, getSession } from '../store/sessions.js';
-import { assertPlainObject } from '../store/state.js';
+import { applyToState, assertPlainObject, touches } from '../store/state.js';
+import { eventInsertOf, insertInvocationInNewSession } from '../store/steps.js';
 import type { Store } from '../store/store.js';
-import { pendingToolRequests } from '../store/tool-requests.js';
+import { invocationWithPending } from '../store/tool-requests.js';
 import type { Tool } from '../tools/tool.js';
 import { cancelTx, retryTx } from './control.js';
 import type { AppDefinition, RegisteredApp } from './registry.js';
@@ -354,6 +355,10 @@ export class Engine {
       });
     }
     const startAt = startAtOf(input);
+    if (input.sessionId === undefined && input.idempotencyKey === undefined) {
+      const fast = await this.enqueueInNewSession(app, input, content, maxLlmCalls);
+      if (fast) return fast;
+    }
     const result = await this.store.transaction(async (tx) => {
       let sessionId = input.sessionId;
       const existing = sessionId ? await getSession(tx, sessionId) : undefined;
@@ -403,6 +408,49 @@ export class Engine {
     return { invocationId: result.row.id, sessionId: result.row.sessionId, status: result.row.status };
   }
 
+  /**
+   * The common enqueue, a new session whose state (if any) is session-scoped: one statement (see
+   * {@link insertInvocationInNewSession}). Undefined when the input needs the transactional path.
+   */
+  private async enqueueInNewSession(
+    app: RegisteredApp,
+    input: EnqueueInput,
+    content: Content,
+    maxLlmCalls: number,
+  ): Promise<{ invocationId: string; sessionId: string; status: string } | undefined> {
+    const sessionId = newId('ses');
+    const invocationId = newId('inv');
+    const prepared = prepareEvent({
+      sessionId,
+      invocationId,
+      event: {
+        author: 'user',
+        content: { ...content, role: 'user' },
+        actions: { stateDelta: input.stateDelta ?? {}, artifactDelta: {} },
+      },
+    });
+    const { delta, appends } = prepared;
+    if ((['app', 'user', 'temp'] as const).some((scope) => touches(delta, appends, scope))) return undefined;
+    const wake = await insertInvocationInNewSession(this.store.db, {
+      sessionId,
+      app: app.name,
+      userId: input.userId,
+      sessionState: applyToState({}, delta.session, appends.session),
+      invocation: {
+        id: invocationId,
+        rootAgent: app.root.name,
+        definitionHash: app.definitionHash,
+        input: content as unknown as Record<string, unknown>,
+        maxLlmCalls,
+        createdBy: input.createdBy ?? null,
+      },
+      event: eventInsertOf(prepared.row),
+      root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
+    });
+    await this.wake([{ invocationId, path: app.root.name, wake }], app.definitionHash);
+    return { invocationId, sessionId, status: 'queued' };
+  }
+
   private async requireInvocation(id: string): Promise<InvocationRow> {
     const row = await getInvocation(this.store.db, id);
     if (!row)
@@ -414,8 +462,12 @@ export class Engine {
 
   /** The invocation with its pending calls (CONTRACT.md `engine.get`). */
   async get(invocationId: string): Promise<InvocationView> {
-    const row = await this.requireInvocation(invocationId);
-    return invocationView(row, await pendingToolRequests(this.store.db, invocationId));
+    const found = await invocationWithPending(this.store.db, invocationId);
+    if (!found)
+      throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
+        details: { invocationId },
+      });
+    return invocationView(found.inv, found.pending);
   }
 
   /** The invocation's nodes (the checkpoint table): path, agent, status, checkpoint, attempt. */

@@ -12,7 +12,13 @@ import { newId } from '../core/ids.js';
 import type { Model } from '../models/model.js';
 import type { Db } from '../store/database.js';
 import type { Store } from '../store/store.js';
-import { appendEvent } from '../store/events.js';
+import {
+  appendEvent,
+  appendPlainPrepared,
+  prepareEvent,
+  type AppendEventInput,
+  type PreparedEvent,
+} from '../store/events.js';
 import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
@@ -80,6 +86,13 @@ export interface InvocationInfo {
   userId: string;
 }
 
+/**
+ * How long a deferred event (see {@link EngineNodeRuntime.emitDeferred}) may wait for its step's next write before
+ * it is stored on its own: followers see a long step's progress within this, and a step that ends sooner commits
+ * its last event with its completion.
+ */
+export const DEFERRED_EVENT_MS = 10;
+
 /** NodeRuntime over the store, for one attempt. */
 export class EngineNodeRuntime implements NodeRuntime {
   readonly invocationId: string;
@@ -115,6 +128,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   }
 
   async sessionEvents(): Promise<readonly Event[]> {
+    await this.flush();
     if (!this.history) {
       const loaded = await this.deps.store.sessionHistory(this.sessionId);
       const seen = new Set(loaded.map((e) => e.seq));
@@ -140,17 +154,27 @@ export class EngineNodeRuntime implements NodeRuntime {
     });
   }
 
-  async emit(event: NewEvent): Promise<Event> {
-    if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
-    // Fenced: stored only while this attempt still owns the running node (one statement in the common case).
-    const stored = await appendEvent(this.deps.store.db, {
+  private appendInput(event: NewEvent): AppendEventInput {
+    return {
       sessionId: this.sessionId,
       invocationId: this.invocationId,
       nodePath: this.nodePath,
       branch: this.branch,
       event,
       fence: { path: this.nodePath, attempt: this.node.attempt },
-    });
+    };
+  }
+
+  /** This attempt's fencing token. */
+  get fence(): { path: string; attempt: number } {
+    return { path: this.nodePath, attempt: this.node.attempt };
+  }
+
+  async emit(event: NewEvent): Promise<Event> {
+    if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
+    await this.flush();
+    // Fenced: stored only while this attempt still owns the running node (one statement in the common case).
+    const stored = await appendEvent(this.deps.store.db, this.appendInput(event));
     // Our own writes are visible to the rest of this step without a read (others' at the next claim).
     const actions = event.actions ?? {};
     this.currentState = applyToState(
@@ -158,17 +182,93 @@ export class EngineNodeRuntime implements NodeRuntime {
       actions.stateDelta ?? {},
       actions.appendToState ?? [],
     );
+    this.recordStored(stored);
+    return stored;
+  }
+
+  private recordStored(stored: Event): void {
     this.appended.push(stored);
     this.history?.push(stored);
-    return stored;
+  }
+
+  /**
+   * A custom agent's event (see BaseAgent.runImpl). One that changes state is stored now, as {@link emit} does.
+   * Any other is validated now and stored before this step's next write of any kind, before its next model call,
+   * tool call, child or history read, or {@link DEFERRED_EVENT_MS} from now, whichever comes first — so when the
+   * step ends sooner, the event commits in the same statement as the step's completion (one commit for both).
+   */
+  async emitDeferred(event: NewEvent): Promise<void> {
+    if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
+    await this.flush();
+    const prepared = prepareEvent(this.appendInput(event));
+    if (prepared.changesState) {
+      await this.emit(event);
+      return;
+    }
+    const timer = setTimeout(() => {
+      // A failure here (superseded, database down) surfaces at the step's next flush or at its completion.
+      this.flush().catch(() => undefined);
+    }, DEFERRED_EVENT_MS);
+    this.deferred = { prepared, timer };
+  }
+
+  /** The deferred event, not stored yet (see {@link emitDeferred}). */
+  private deferred: { prepared: PreparedEvent; timer: NodeJS.Timeout } | undefined;
+  /** The flush in flight, if any (flushes run one at a time, in order). */
+  private flushing: Promise<void> = Promise.resolve();
+
+  /** Stores the deferred event, if any (fenced). */
+  flush(): Promise<void> {
+    const run = this.flushing.then(async () => {
+      const deferred = this.deferred;
+      if (!deferred) return;
+      clearTimeout(deferred.timer);
+      this.deferred = undefined;
+      let stored: Event;
+      try {
+        stored = await appendPlainPrepared(this.deps.store.db, deferred.prepared, this.fence);
+      } catch (err) {
+        // Not stored: it is still this step's to store (by the next flush or with the completion).
+        this.deferred ??= deferred;
+        throw err;
+      }
+      this.recordStored(stored);
+    });
+    this.flushing = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * For the step's completion: the deferred event not stored yet (after any flush in flight), which the caller
+   * must store with the completion, under this attempt's fence. The runtime forgets it.
+   */
+  async takeDeferred(): Promise<PreparedEvent | undefined> {
+    // Every flush started so far has ended (a timer may start one while we wait).
+    for (let seen = this.flushing; ; seen = this.flushing) {
+      await seen;
+      if (seen === this.flushing) break;
+    }
+    const deferred = this.deferred;
+    if (!deferred) return undefined;
+    clearTimeout(deferred.timer);
+    this.deferred = undefined;
+    return deferred.prepared;
+  }
+
+  /** Drops the deferred event (the attempt stopped without committing: it was never stored). */
+  discardDeferred(): void {
+    if (this.deferred) clearTimeout(this.deferred.timer);
+    this.deferred = undefined;
   }
 
   async checkLease(): Promise<void> {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the step was stopped');
+    await this.flush();
     await this.lease?.ensure(this.nodePath, this.node.attempt);
   }
 
   async reserveLlmCall(): Promise<void> {
+    await this.flush();
     const result = await reserveLlmCall(this.deps.store.db, this.invocationId);
     if (!result.ok) {
       throw new AgentloomError(
@@ -210,6 +310,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   }
 
   async runChild(agentName: string, options: { segment: string; branch?: string }): Promise<ChildOutcome> {
+    await this.flush();
     const path = `${this.nodePath}/${options.segment}`;
     const row = await getNode(this.deps.store.db, this.invocationId, path);
     if (row && SETTLED.has(row.status as NodeStatus)) {
@@ -234,7 +335,8 @@ export class EngineNodeRuntime implements NodeRuntime {
     return loadArtifact(this.deps.store.db, this.sessionId, name, version);
   }
 
-  saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number> {
+  async saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number> {
+    await this.flush();
     return this.fenced((tx) => saveArtifactTx(tx, this.sessionId, name, artifact.mime, artifact.data));
   }
 
@@ -253,7 +355,8 @@ export class EngineNodeRuntime implements NodeRuntime {
     });
   }
 
-  fault(point: string): Promise<void> {
+  async fault(point: string): Promise<void> {
+    await this.flush();
     return this.deps.fault(point, {
       invocationId: this.invocationId,
       path: this.nodePath,

@@ -7,6 +7,7 @@
 import type { Logger } from 'pino';
 import type { BaseAgent } from '../agents/base-agent.js';
 import { NodeSuspended, type LeafOutcome } from '../agents/context.js';
+import { ParallelAgent } from '../agents/parallel-agent.js';
 import {
   SETTLED,
   WorkflowAgent,
@@ -25,14 +26,13 @@ import { jobId, type StepJob, type StepQueue } from '../queue/step-queue.js';
 import type { Db } from '../store/database.js';
 import {
   appendEventTx,
+  appendPlainPrepared,
   lastFinalText,
   listEvents,
   prepareEvent,
-  type EventRow,
   type PreparedEvent,
 } from '../store/events.js';
 import {
-  getInvocation,
   getInvocationWithNode,
   setInvocationStatusTx,
   TERMINAL_INVOCATION,
@@ -54,13 +54,15 @@ import {
 } from '../store/nodes.js';
 import { readInvocationState } from '../store/sessions.js';
 import {
+  advanceIfUnchanged,
   advanceNodeTx,
   claimForJob,
   completeAndAdvance,
+  completeBranch,
+  eventInsertOf,
   settleLeafLockParentTx,
   type AdvanceInput,
   type AdvanceResult,
-  type EventInsert,
 } from '../store/steps.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import type { Store } from '../store/store.js';
@@ -158,21 +160,6 @@ class RecentIds {
 
 const stepKey = (invocationId: string, path: string) => `${invocationId}|${path}`;
 
-/** An event row as the advance statement inserts it. */
-function eventInsert(row: EventRow): EventInsert {
-  return {
-    id: row.id,
-    nodePath: row.nodePath ?? '',
-    author: row.author,
-    branch: row.branch ?? null,
-    content: row.content ?? null,
-    actions: row.actions,
-    longRunningToolIds: row.longRunningToolIds ?? null,
-    errorCode: row.errorCode ?? null,
-    errorMessage: row.errorMessage ?? null,
-  };
-}
-
 /** The kind stored on a node row. */
 export function nodeKind(agent: BaseAgent): string {
   return agent.kind;
@@ -233,7 +220,7 @@ export class Scheduler {
       const known = { state: claim.state ?? {}, parent: parentInfo(claim.parent) };
       return this.runChain(inv, node, agent, step, known);
     }
-    if (agent instanceof WorkflowAgent) return this.advanceWorkflow(inv, node.path, agent);
+    if (agent instanceof WorkflowAgent) return this.advanceWorkflow(inv, node.path, agent, node);
   }
 
   /** A job without a definition tag (or of a definition this worker lacks): read first, then decide. */
@@ -415,8 +402,21 @@ export class Scheduler {
     });
   }
 
-  private async advanceWorkflow(inv: InvocationRow, path: string, agent: WorkflowAgent): Promise<void> {
+  private async advanceWorkflow(
+    inv: InvocationRow,
+    path: string,
+    agent: WorkflowAgent,
+    seen?: NodeRow,
+  ): Promise<void> {
     const slot: ContinuationSlot = { allow: !this.stopping };
+    if (seen && !SETTLED.has(seen.status as NodeStatus)) {
+      const fast = await this.advanceInOneStatement(inv, seen, agent, slot);
+      if (fast) {
+        await this.wake(fast, inv);
+        if (slot.taken) await this.runContinuation(inv, slot.taken);
+        return;
+      }
+    }
     const jobs = await this.deps.store.transaction(async (tx) => {
       slot.taken = undefined;
       const row = await getNode(tx, inv.id, path, true);
@@ -521,6 +521,8 @@ export class Scheduler {
           decision.escalated ?? false,
           decision.error,
           slot,
+          undefined,
+          output,
         )),
       );
     return jobs;
@@ -536,6 +538,7 @@ export class Scheduler {
     error: StoredError | undefined,
     slot?: ContinuationSlot,
     lockedParent?: NodeRow | null,
+    rootOutput?: string | null,
   ): Promise<NodeJobRef[]> {
     if (row.parentPath !== null) {
       // "Child ended" and "parent advanced" commit in one transaction when the parent is a workflow node: no
@@ -565,17 +568,24 @@ export class Scheduler {
       );
       return job ? [job] : [];
     }
-    const current = await getInvocation(tx, inv.id, true);
-    if (!current || TERMINAL_INVOCATION.has(current.status)) return [];
+    // The root ended: so does the invocation, unless it already ended (cancelled meanwhile), which the update's
+    // condition checks under the invocation's row lock.
+    const unlessEnded = { unlessEnded: true };
     if (status === 'completed') {
-      const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
-      await setInvocationStatusTx(tx, inv.id, 'completed', { output, escalated });
+      // Every agent event of an invocation is under its root's path: the root's output is the invocation's.
+      const output =
+        rootOutput !== undefined ? rootOutput : ((await lastFinalText(tx, inv.sessionId, inv.id)) ?? null);
+      await setInvocationStatusTx(tx, inv.id, 'completed', { output, escalated }, unlessEnded);
     } else if (status === 'failed') {
-      await setInvocationStatusTx(tx, inv.id, 'failed', {
-        error: (error ?? { code: 'INTERNAL', message: 'failed' }) as unknown as Record<string, unknown>,
-      });
+      await setInvocationStatusTx(
+        tx,
+        inv.id,
+        'failed',
+        { error: (error ?? { code: 'INTERNAL', message: 'failed' }) as unknown as Record<string, unknown> },
+        unlessEnded,
+      );
     } else if (status === 'paused' || status === 'cancelled') {
-      await setInvocationStatusTx(tx, inv.id, status);
+      await setInvocationStatusTx(tx, inv.id, status, {}, unlessEnded);
     }
     return [];
   }
@@ -644,6 +654,7 @@ export class Scheduler {
         ),
       );
     }, maxStepMs);
+    let runtime: EngineNodeRuntime | undefined;
     try {
       const [journal, state] = await Promise.all([
         // A first attempt has no journal: only claimed attempts (and answers to their pauses) write a node's events.
@@ -652,15 +663,7 @@ export class Scheduler {
           : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
         known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
       ]);
-      const runtime = new EngineNodeRuntime(
-        this.deps,
-        inv,
-        claimed,
-        journal,
-        state,
-        controller.signal,
-        lease,
-      );
+      runtime = new EngineNodeRuntime(this.deps, inv, claimed, journal, state, controller.signal, lease);
       let outcome: LeafOutcome | NodeSuspended;
       try {
         // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
@@ -684,7 +687,17 @@ export class Scheduler {
       }
       const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
       const slot: ContinuationSlot = { allow: !this.stopping && !controller.signal.aborted };
-      const jobs = await this.commitLeaf(inv, claimed, outcome, runtime.endRequested, slot, known?.parent);
+      // The custom agent's last event, if not stored yet: it commits with the step's completion.
+      const leafEvent = await runtime.takeDeferred();
+      const jobs = await this.commitLeaf(
+        inv,
+        claimed,
+        outcome,
+        runtime.endRequested,
+        slot,
+        known?.parent,
+        leafEvent,
+      );
       if (!jobs) {
         log.info({ status }, 'step commit refused: superseded');
         report('superseded');
@@ -699,6 +712,7 @@ export class Scheduler {
       log.debug({ status }, 'step committed');
       return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
     } finally {
+      runtime?.discardDeferred();
       clearInterval(renew);
       clearTimeout(deadline);
     }
@@ -718,14 +732,16 @@ export class Scheduler {
     endInvocation: boolean,
     slot: ContinuationSlot,
     parent: ParentInfo | undefined,
+    leafEvent: PreparedEvent | undefined,
   ): Promise<NodeJobRef[] | undefined> {
     if (!(outcome instanceof NodeSuspended) && outcome.status !== 'paused') {
-      return this.completeLeaf(inv, claimed, outcome, endInvocation, slot, parent);
+      return this.completeLeaf(inv, claimed, outcome, endInvocation, slot, parent, leafEvent);
     }
     return this.deps.store.transaction(async (tx) => {
       const row = await getNode(tx, inv.id, claimed.path, true);
       // Fenced: another attempt claimed the node (or it was cancelled) since this one started.
       if (!row || row.attempt !== claimed.attempt || row.status !== 'running') return undefined;
+      if (leafEvent) await appendPlainPrepared(tx, leafEvent);
       if (outcome instanceof NodeSuspended) return this.suspendTx(tx, inv, row, outcome);
       if (outcome.status === 'paused') {
         await insertToolRequestsTx(
@@ -786,6 +802,7 @@ export class Scheduler {
     endInvocation: boolean,
     slot: ContinuationSlot,
     parent: ParentInfo | undefined,
+    leafEvent: PreparedEvent | undefined,
   ): Promise<NodeJobRef[] | undefined> {
     const escalated = outcome.status === 'completed' ? (outcome.escalated ?? false) : false;
     const error = outcome.status === 'failed' ? outcome.error : undefined;
@@ -798,11 +815,13 @@ export class Scheduler {
     };
     if (parent && !endInvocation) {
       const view: ChildView = { path: claimed.path, status: outcome.status, escalated, error };
-      const fast = await this.completeInOneStatement(inv, claimed, fields, view, parent, slot);
+      const fast = await this.completeInOneStatement(inv, claimed, fields, view, parent, slot, leafEvent);
       if (fast !== 'general') return fast;
     }
     return this.deps.store.transaction(async (tx) => {
       slot.taken = undefined;
+      // The leaf's last event first (fenced: FENCED here means superseded, and nothing was written).
+      if (leafEvent && !(await this.storeLeafEventTx(tx, leafEvent, claimed))) return undefined;
       // One statement: the fenced status change (it also takes the row lock) and the parent's row lock.
       const settled = await settleLeafLockParentTx(tx, inv.id, claimed.path, claimed.attempt, {
         status: outcome.status,
@@ -826,6 +845,102 @@ export class Scheduler {
   }
 
   /**
+   * The decision of workflow `agent` at `node`'s checkpoint when it needs no child it would have to read: only
+   * `settled` (a child whose end the caller knows) and children the checkpoint proves unstarted. Undefined when
+   * it would need another child, or when it ends the node (ending reads the node's events and may end the
+   * invocation: the transactional path).
+   */
+  private decideUnread(
+    agent: WorkflowAgent,
+    node: { path: string; branch: string | null; checkpoint: Json },
+    settled?: ChildView,
+  ): WorkflowDecision | undefined {
+    let unknown = false;
+    const decision = agent.advance({
+      path: node.path,
+      branch: node.branch ?? undefined,
+      checkpoint: node.checkpoint,
+      child: (path) => {
+        if (path === settled?.path) return settled;
+        if (!agent.notStarted(node.checkpoint, path)) unknown = true;
+        return undefined;
+      },
+    });
+    return unknown || decision.status !== 'running' ? undefined : decision;
+  }
+
+  /**
+   * A workflow job's first look without a transaction: the decision from the checkpoint the job's claim statement
+   * read, committed in one statement only if the node is still exactly as read (see {@link advanceIfUnchanged}).
+   * Undefined when that does not apply or the node changed meanwhile: the caller takes the transactional path.
+   */
+  private async advanceInOneStatement(
+    inv: InvocationRow,
+    node: NodeRow,
+    agent: WorkflowAgent,
+    slot: ContinuationSlot,
+  ): Promise<NodeJobRef[] | undefined> {
+    const decision = this.decideUnread(agent, node);
+    if (!decision) return undefined;
+    const prepared = this.prepareDecisionEvents(inv, node, decision);
+    if (prepared.some((p) => p.changesState)) return undefined;
+    try {
+      const result = await advanceIfUnchanged(this.deps.store.db, {
+        expectedStatus: node.status,
+        expectedCheckpoint: node.checkpoint,
+        advance: this.advanceInput(inv, node, decision, prepared, null, slot),
+      });
+      if (result.outcome === 'stale') return undefined;
+      return this.afterAdvance(inv, node, decision, result.advance, slot);
+    } catch (err) {
+      // A deadlock with a concurrent writer of the same nodes: nothing was written; the transactional path retries.
+      if (isRetryableSqlError(err)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Stores a leaf's deferred last event in the caller's transaction; false when the attempt was superseded. */
+  private async storeLeafEventTx(tx: Db, leafEvent: PreparedEvent, claimed: NodeRow): Promise<boolean> {
+    try {
+      await appendPlainPrepared(tx, leafEvent, { path: claimed.path, attempt: claimed.attempt });
+      return true;
+    } catch (err) {
+      if (hasErrorCode(err, 'FENCED')) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * A leaf branch of a ParallelAgent that completed or failed: its end recorded in one statement, without reading
+   * its siblings (see {@link completeBranch}); the branch that settles the last one wakes the parent for the join.
+   */
+  private async completeParallelBranch(
+    inv: InvocationRow,
+    claimed: NodeRow,
+    fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>,
+    parent: ParentInfo,
+    leafEvent: PreparedEvent | undefined,
+  ): Promise<NodeJobRef[] | undefined | 'general'> {
+    let result: Awaited<ReturnType<typeof completeBranch>>;
+    try {
+      result = await completeBranch(this.deps.store.db, {
+        invocationId: inv.id,
+        sessionId: inv.sessionId,
+        event: leafEvent ? eventInsertOf(leafEvent.row) : undefined,
+        parentPath: parent.path,
+        childName: claimed.path.slice(claimed.path.lastIndexOf('/') + 1),
+        leaf: { path: claimed.path, attempt: claimed.attempt, fields },
+      });
+    } catch (err) {
+      if (isRetryableSqlError(err)) return 'general';
+      throw err;
+    }
+    if (result.outcome === 'stale') return 'general';
+    if (result.outcome === 'fenced') return undefined;
+    return result.join ? [{ invocationId: inv.id, ...result.join }] : [];
+  }
+
+  /**
    * The steady state of a sequence or loop: the parent's next decision, computed from its checkpoint as this step
    * last saw it, committed with the leaf's completion as one statement (see {@link completeAndAdvance}). Falls back
    * to the general path ('general') when the decision needs more than that (a child it cannot rule out, a parent
@@ -838,21 +953,15 @@ export class Scheduler {
     view: ChildView,
     parent: ParentInfo,
     slot: ContinuationSlot,
+    leafEvent: PreparedEvent | undefined,
   ): Promise<NodeJobRef[] | undefined | 'general'> {
     const agent = this.deps.apps.get(inv.app)?.agents.get(parent.agent);
     if (!(agent instanceof WorkflowAgent)) return 'general';
-    let unknown = false;
-    const decision = agent.advance({
-      path: parent.path,
-      branch: parent.branch ?? undefined,
-      checkpoint: parent.checkpoint,
-      child: (path) => {
-        if (path === view.path) return view;
-        if (!agent.notStarted(parent.checkpoint, path)) unknown = true;
-        return undefined;
-      },
-    });
-    if (unknown || decision.status !== 'running') return 'general';
+    if (agent instanceof ParallelAgent) {
+      return this.completeParallelBranch(inv, claimed, fields, parent, leafEvent);
+    }
+    const decision = this.decideUnread(agent, parent, view);
+    if (!decision) return 'general';
     const prepared = this.prepareDecisionEvents(inv, parent, decision);
     if (prepared.some((p) => p.changesState)) return 'general';
     let result: Awaited<ReturnType<typeof completeAndAdvance>>;
@@ -860,7 +969,15 @@ export class Scheduler {
       result = await completeAndAdvance(this.deps.store.db, {
         leaf: { path: claimed.path, attempt: claimed.attempt, fields },
         expectedCheckpoint: parent.checkpoint,
-        advance: this.advanceInput(inv, parent, decision, prepared, null, slot),
+        // The leaf's last event first, then the parent's: one seq bump, in this order.
+        advance: this.advanceInput(
+          inv,
+          parent,
+          decision,
+          leafEvent ? [leafEvent, ...prepared] : prepared,
+          null,
+          slot,
+        ),
       });
     } catch (err) {
       // A deadlock with a concurrent writer of the same nodes: nothing was written; the general path retries.
@@ -922,7 +1039,7 @@ export class Scheduler {
         error: (decision.error as unknown as Record<string, unknown> | undefined) ?? null,
         output,
       },
-      events: events.map((p) => eventInsert(p.row)),
+      events: events.map((p) => eventInsertOf(p.row)),
       children: decision.start.map((start) => ({
         path: start.path,
         agent: start.agent.name,

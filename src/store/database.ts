@@ -4,10 +4,12 @@
  */
 import { PGlite } from '@electric-sql/pglite';
 import type { SQL } from 'drizzle-orm';
+import type { PgDialect } from 'drizzle-orm/pg-core';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { mkdirSync } from 'node:fs';
+import pg from 'pg';
 import { AgentloomError } from '../core/errors.js';
 import { PgListener } from './pg-listener.js';
 import { createResilientPool } from './pg-pool.js';
@@ -103,5 +105,39 @@ async function openPglite(location: string): Promise<Database> {
 /** Runs a raw SQL query and returns its rows (node-postgres and PGlite both answer with `{ rows }`). */
 export async function queryRows<T>(db: Db, query: SQL): Promise<T[]> {
   const result = (await db.execute(query)) as unknown as { rows: T[] };
+  return result.rows;
+}
+
+/** The most statements {@link queryPrepared} names; further texts run unnamed (a guard against unbounded texts). */
+const MAX_PREPARED = 64;
+/** Statement names by text. The same text gets the same name on every connection; each prepares it once. */
+const preparedNames = new Map<string, string>();
+
+/** The node-postgres pool or client under a drizzle database or transaction; undefined on PGlite. */
+function pgClientOf(db: Db): pg.Pool | pg.Client | undefined {
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  return client instanceof pg.Pool || client instanceof pg.Client ? client : undefined;
+}
+
+/**
+ * {@link queryRows} for the engine's hot statements: on PostgreSQL it runs as a named prepared statement, so each
+ * connection parses and plans the text once instead of at every step (a step's statements are long CTEs whose
+ * planning costs more than their execution). PGlite runs it as a plain query. The text must not embed values
+ * (every value a parameter), or each distinct text would be prepared anew; after {@link MAX_PREPARED} distinct
+ * texts the rest run unnamed.
+ */
+export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
+  const client = pgClientOf(db);
+  if (!client || process.env.NOPREP) return queryRows<T>(db, query);
+  const dialect = (db as unknown as { dialect: PgDialect }).dialect;
+  const { sql: text, params } = dialect.sqlToQuery(query);
+  let name = preparedNames.get(text);
+  if (name === undefined && preparedNames.size < MAX_PREPARED) {
+    name = `agentloom_${preparedNames.size + 1}`;
+    preparedNames.set(text, name);
+  }
+  const result = await client.query<T & pg.QueryResultRow>(
+    name === undefined ? { text, values: params } : { name, text, values: params },
+  );
   return result.rows;
 }

@@ -8,7 +8,7 @@ import { AgentloomError } from '../core/errors.js';
 import { textOf } from '../core/content.js';
 import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
-import { queryRows, type Db } from './database.js';
+import { queryPrepared, type Db } from './database.js';
 import { appStates, events, invocations, nodes, sessions, userStates } from './schema.js';
 import { inTransaction } from './tx.js';
 import { applyToState, splitAppends, splitDelta, touches } from './state.js';
@@ -110,6 +110,21 @@ export async function appendEvent(db: Db, input: AppendEventInput): Promise<Even
   const prepared = prepareEvent(input);
   if (!prepared.changesState) return insertPlainEvent(db, prepared.row, input.fence);
   return inTransaction(db, (tx) => appendPrepared(tx, input, prepared));
+}
+
+/**
+ * Stores an event already prepared by {@link prepareEvent} that changes no state (one statement; in the caller's
+ * transaction when `db` is one). Throws NOT_FOUND / FENCED without writing.
+ */
+export function appendPlainPrepared(
+  db: Db,
+  prepared: PreparedEvent,
+  fence?: { path: string; attempt: number },
+): Promise<Event> {
+  if (prepared.changesState) {
+    throw new AgentloomError('INTERNAL', 'appendPlainPrepared got an event that changes state');
+  }
+  return insertPlainEvent(db, prepared.row, fence);
 }
 
 /** Appends one event inside the caller's transaction. Throws VALIDATION / NOT_FOUND / FENCED before writing. */
@@ -219,7 +234,7 @@ async function insertPlainEvent(
     ? sql`select 1 from ${nodes} where invocation_id = ${row.invocationId} and path = ${fence.path}
             and attempt = ${fence.attempt} and status = 'running' for update`
     : sql`select 1`;
-  const [result] = await queryRows<{
+  const [result] = await queryPrepared<{
     fenced: string | number;
     seq: string | number | null;
     created_at: string | Date | null;

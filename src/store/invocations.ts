@@ -1,5 +1,5 @@
 /** Invocation rows: create, read, status transitions, budget. */
-import { and, desc, eq, lt, sql } from 'drizzle-orm';
+import { and, desc, eq, lt, notInArray, sql } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
 import type { Db } from './database.js';
 import { invocations, nodes } from './schema.js';
@@ -63,9 +63,11 @@ export async function setInvocationStatusTx(
   id: string,
   status: InvocationStatus,
   fields: Partial<Pick<InvocationRow, 'output' | 'error' | 'escalated' | 'maxLlmCalls'>> = {},
-): Promise<void> {
+  options: { unlessEnded?: boolean } = {},
+): Promise<boolean> {
   const ended = TERMINAL_INVOCATION.has(status);
-  await tx
+  // One statement: the change and its NOTIFY (sent only when a row changed).
+  const rows = await tx
     .update(invocations)
     .set({
       status,
@@ -74,8 +76,15 @@ export async function setInvocationStatusTx(
       endedAt: ended ? sql`now()` : null,
       ...(ended ? { tempState: {} } : {}),
     })
-    .where(eq(invocations.id, id));
-  await tx.execute(sql`select pg_notify(${INVOCATIONS_CHANNEL}, ${JSON.stringify({ id, status })})`);
+    .where(
+      options.unlessEnded
+        ? and(eq(invocations.id, id), notInArray(invocations.status, [...TERMINAL_INVOCATION]))
+        : eq(invocations.id, id),
+    )
+    .returning({
+      notified: sql`pg_notify(${INVOCATIONS_CHANNEL}, ${JSON.stringify({ id, status })})::text`,
+    });
+  return rows.length > 0;
 }
 
 /** Counts one model call; false when the budget is spent. */

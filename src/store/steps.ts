@@ -6,8 +6,8 @@
  * the migrations and the cold paths. Every write keeps its fence.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { queryRows, type Db } from './database.js';
-import { EVENTS_CHANNEL } from './events.js';
+import { queryPrepared, type Db } from './database.js';
+import { EVENTS_CHANNEL, type EventRow } from './events.js';
 import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
 import type { NodeRow } from './nodes.js';
 import { mergeScopes } from './state.js';
@@ -120,7 +120,7 @@ export async function claimForJob(
 ): Promise<JobClaim | undefined> {
   const { invocationId: id, path, owner } = input;
   const own = input.reclaimOwn ? sql`or n.lease_owner = ${owner}` : sql``;
-  const [row] = await queryRows<{
+  const [row] = await queryPrepared<{
     inv: Json | null;
     node: Json | null;
     claimed: Json | null;
@@ -186,7 +186,7 @@ export async function settleLeafLockParentTx(
   fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>,
 ): Promise<{ node: NodeRow; parent: NodeRow | undefined } | undefined> {
   const error = fields.error === null ? null : JSON.stringify(fields.error);
-  const [row] = await queryRows<{ node: Json | null; parent: Json | null }>(
+  const [row] = await queryPrepared<{ node: Json | null; parent: Json | null }>(
     tx,
     sql`with settled as (
         update nodes set status = ${fields.status}, escalated = ${fields.escalated}, output = ${fields.output},
@@ -217,6 +217,21 @@ export interface EventInsert {
   errorMessage: string | null;
 }
 
+/** An event row as the statements here insert it. */
+export function eventInsertOf(row: EventRow): EventInsert {
+  return {
+    id: row.id,
+    nodePath: row.nodePath ?? '',
+    author: row.author,
+    branch: row.branch ?? null,
+    content: row.content ?? null,
+    actions: row.actions,
+    longRunningToolIds: row.longRunningToolIds ?? null,
+    errorCode: row.errorCode ?? null,
+    errorMessage: row.errorMessage ?? null,
+  };
+}
+
 /** A child node to create. With `claimFor`, it is created already claimed (attempt 1) by that owner. */
 export interface ChildInsert {
   path: string;
@@ -243,7 +258,7 @@ export interface AdvanceResult {
  */
 export async function advanceNodeTx(tx: Db, input: AdvanceInput): Promise<AdvanceResult> {
   const advance = advanceSql(input, sql`true`);
-  const [row] = await queryRows<AdvanceRow>(tx, sql`with ${advance.ctes} select ${advance.columns}`);
+  const [row] = await queryPrepared<AdvanceRow>(tx, sql`with ${advance.ctes} select ${advance.columns}`);
   return advanceResult(input, row);
 }
 
@@ -366,7 +381,7 @@ export async function completeAndAdvance(
   const { leaf } = input;
   const error = leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error);
   const advance = advanceSql(input.advance, sql`exists (select 1 from settled)`);
-  const [row] = await queryRows<AdvanceRow & { parent_ok: string | number; settled: string | number }>(
+  const [row] = await queryPrepared<AdvanceRow & { parent_ok: string | number; settled: string | number }>(
     db,
     sql`with p as (
         select 1 from nodes
@@ -389,3 +404,189 @@ export async function completeAndAdvance(
   if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
   return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }
+
+/**
+ * A workflow node's advance as one autocommit statement, written only if the node is still as the caller read it
+ * (same status, same checkpoint): the lock-free first look of a workflow job (its first advance, a parent
+ * wake-up). 'stale' (nothing written) when it changed meanwhile: take the transactional path.
+ */
+export async function advanceIfUnchanged(
+  db: Db,
+  input: { expectedStatus: string; expectedCheckpoint: Json; advance: AdvanceInput },
+): Promise<{ outcome: 'done'; advance: AdvanceResult } | { outcome: 'stale' }> {
+  const { invocationId: id, path } = input.advance;
+  const advance = advanceSql(input.advance, sql`exists (select 1 from p)`);
+  const [row] = await queryPrepared<AdvanceRow & { node_ok: string | number }>(
+    db,
+    sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${id} and path = ${path} and status = ${input.expectedStatus}
+          and checkpoint = ${JSON.stringify(input.expectedCheckpoint)}::jsonb
+        for update
+      ),
+      ${advance.ctes}
+      select (select count(*) from p) as node_ok, ${advance.columns}`,
+  );
+  if (Number(row?.node_ok ?? 0) === 0) return { outcome: 'stale' };
+  return { outcome: 'done', advance: advanceResult(input.advance, row) };
+}
+
+/** Statuses after which a child never runs again by itself (a parallel join waits for all its branches to reach one). */
+const SETTLED_SQL = sql`('completed', 'paused', 'failed', 'cancelled')`;
+
+/** What {@link completeBranch} did. */
+export type CompleteBranch =
+  /** Settled and recorded; `join` is the parent's wake-up when this was the last branch to settle. */
+  | { outcome: 'done'; join?: { path: string; wake: number } }
+  /** The attempt was superseded: nothing written. */
+  | { outcome: 'fenced' }
+  /** The parent is not running (or not there): nothing written; take the general path. */
+  | { outcome: 'stale' };
+
+/**
+ * A parallel branch's end as one autocommit statement: the leaf settled under its fence, its status recorded in
+ * the parent's checkpoint (`children.<name>`, a commutative update under the parent's row lock, so concurrent
+ * branches neither read their siblings nor wait for each other's reads), and — when that makes every branch
+ * settled — the parent made runnable (`pending`, wake bumped) for the join, which the caller wakes (and the
+ * reconciler recovers if that wake-up is lost). All or nothing.
+ */
+export async function completeBranch(
+  db: Db,
+  input: {
+    invocationId: string;
+    sessionId: string;
+    parentPath: string;
+    childName: string;
+    /** The leaf's last event, stored with its end (one seq bump, one NOTIFY). */
+    event?: EventInsert;
+    leaf: {
+      path: string;
+      attempt: number;
+      fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
+    };
+  },
+): Promise<CompleteBranch> {
+  const { invocationId: id, parentPath, leaf, event: e } = input;
+  const error = leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error);
+  // Computed from the row the UPDATE locked (its newest version), never from the statement's snapshot: a
+  // sibling's record committed meanwhile is kept.
+  const recorded = sql`jsonb_set(n.checkpoint, array['children', ${input.childName}::text], to_jsonb(${leaf.fields.status}::text))`;
+  const allSettled = sql`not exists (select 1 from jsonb_each_text(${recorded}->'children') c where c.value not in ${SETTLED_SQL})`;
+  const [row] = await queryPrepared<{
+    parent_ok: string | number;
+    settled: string | number;
+    wake: string | number | null;
+  }>(
+    db,
+    sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${id} and path = ${parentPath} and status = 'running'
+          and jsonb_typeof(checkpoint->'children') = 'object'
+        for update
+      ),
+      settled as (
+        update nodes set status = ${leaf.fields.status}, escalated = ${leaf.fields.escalated},
+          output = ${leaf.fields.output}, error = ${error}::jsonb, lease_owner = null, lease_expires_at = null,
+          updated_at = now()
+        where invocation_id = ${id} and path = ${leaf.path} and attempt = ${leaf.attempt} and status = 'running'
+          and exists (select 1 from p)
+        returning 1
+      ),
+      upd as (
+        update nodes n set checkpoint = ${recorded}, updated_at = now(),
+          status = case when ${allSettled} then 'pending' else n.status end,
+          wake = case when ${allSettled} then n.wake + 1 else n.wake end
+        where n.invocation_id = ${id} and n.path = ${parentPath} and exists (select 1 from settled)
+        returning case when n.status = 'pending' then n.wake end as wake
+      ),
+      seqs as (
+        update sessions set last_seq = last_seq + 1, updated_at = now()
+        where id = ${input.sessionId} and ${e !== undefined} and exists (select 1 from settled)
+        returning last_seq
+      ),
+      ev as (
+        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                            long_running_tool_ids, error_code, error_message)
+        select ${input.sessionId}, s.last_seq, ${e?.id ?? null}, ${id}, ${e?.nodePath ?? null}, ${e?.author ?? null},
+               ${e?.branch ?? null}, ${jsonOrNull(e?.content)}::jsonb, ${jsonOrNull(e?.actions)}::jsonb,
+               ${jsonOrNull(e?.longRunningToolIds)}::jsonb, ${e?.errorCode ?? null}, ${e?.errorMessage ?? null}
+        from seqs s
+        returning seq
+      )
+      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
+        (select wake from upd) as wake,
+        (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${input.sessionId}::text,
+          'seq', ev.seq, 'invocationId', ${id}::text)::text) from ev) as notified`,
+  );
+  if (Number(row?.parent_ok ?? 0) === 0) return { outcome: 'stale' };
+  if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
+  if (row?.wake === null || row?.wake === undefined) return { outcome: 'done' };
+  return { outcome: 'done', join: { path: parentPath, wake: Number(row.wake) } };
+}
+
+/** What {@link insertInvocationInNewSession} stores. */
+export interface NewSessionInvocation {
+  sessionId: string;
+  app: string;
+  userId: string;
+  /** The new session's state (the user event's `stateDelta`, session keys only: the caller checks). */
+  sessionState: Json;
+  invocation: {
+    id: string;
+    rootAgent: string;
+    definitionHash: string;
+    input: Json;
+    maxLlmCalls: number;
+    createdBy: string | null;
+  };
+  /** The user event (prepared and validated by the caller); stored as seq 1. */
+  event: EventInsert;
+  root: { path: string; agent: string; kind: string };
+}
+
+/**
+ * An invocation in a new session, in one statement: the session (its first seq taken), the invocation (`queued`),
+ * the user event as seq 1 with its NOTIFY, and the root node (`pending`, wake 1). Returns the root's wake number.
+ * An existing session, an idempotency key or state beyond the session's take the transactional path.
+ */
+export async function insertInvocationInNewSession(db: Db, input: NewSessionInvocation): Promise<number> {
+  const { invocation: inv, event: e } = input;
+  const [row] = await queryPrepared<{ wake: string | number }>(
+    db,
+    sql`with s as (
+        insert into sessions (id, app, user_id, state, last_seq)
+        values (${input.sessionId}, ${input.app}, ${input.userId}, ${JSON.stringify(input.sessionState)}::jsonb, 1)
+        returning id
+      ),
+      i as (
+        insert into invocations (id, app, session_id, user_id, root_agent, definition_hash, status, input,
+                                 max_llm_calls, created_by)
+        select ${inv.id}, ${input.app}, s.id, ${input.userId}, ${inv.rootAgent}, ${inv.definitionHash}, 'queued',
+               ${JSON.stringify(inv.input)}::jsonb, ${inv.maxLlmCalls}::int, ${inv.createdBy}
+        from s
+        returning id
+      ),
+      ev as (
+        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                            long_running_tool_ids, error_code, error_message)
+        select ${input.sessionId}, 1, ${e.id}, i.id, ${e.nodePath}, ${e.author}, ${e.branch},
+               ${jsonOrNull(e.content)}::jsonb, ${JSON.stringify(e.actions)}::jsonb,
+               ${jsonOrNull(e.longRunningToolIds)}::jsonb, ${e.errorCode}, ${e.errorMessage}
+        from i
+        returning seq
+      ),
+      n as (
+        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, wake)
+        select i.id, ${input.root.path}, null, ${input.root.agent}, ${input.root.kind}, null, 'pending', 1
+        from i
+        returning wake
+      )
+      select (select wake from n) as wake,
+        pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${input.sessionId}::text, 'seq', 1,
+          'invocationId', ${inv.id}::text)::text) as notified`,
+  );
+  return Number(row?.wake ?? 1);
+}
+
+const jsonOrNull = (value: unknown): string | null =>
+  value === null || value === undefined ? null : JSON.stringify(value);

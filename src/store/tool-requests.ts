@@ -1,7 +1,8 @@
 /** Paused tool calls and their answers (audit trail). */
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { Db } from './database.js';
-import { toolRequests, artifacts } from './schema.js';
+import type { InvocationRow } from './invocations.js';
+import { invocations, toolRequests, artifacts } from './schema.js';
 
 export type ToolRequestRow = typeof toolRequests.$inferSelect;
 
@@ -36,6 +37,28 @@ export async function pendingToolRequests(db: Db, invocationId: string): Promise
     .from(toolRequests)
     .where(and(eq(toolRequests.invocationId, invocationId), eq(toolRequests.status, 'pending')))
     .orderBy(toolRequests.createdAt);
+}
+
+/**
+ * An invocation and its pending requests (oldest first) in one statement; undefined when the invocation does not
+ * exist.
+ */
+export async function invocationWithPending(
+  db: Db,
+  invocationId: string,
+): Promise<{ inv: InvocationRow; pending: ToolRequestRow[] } | undefined> {
+  const rows = await db
+    .select({ inv: invocations, req: toolRequests })
+    .from(invocations)
+    .leftJoin(
+      toolRequests,
+      and(eq(toolRequests.invocationId, invocations.id), eq(toolRequests.status, 'pending')),
+    )
+    .where(eq(invocations.id, invocationId))
+    .orderBy(toolRequests.createdAt);
+  const [first] = rows;
+  if (!first) return undefined;
+  return { inv: first.inv, pending: rows.flatMap((r) => (r.req ? [r.req] : [])) };
 }
 
 /** Whether any of these requests has been answered (or cancelled) since they were read. */

@@ -90,3 +90,25 @@ describe('ParallelAgent.advance', () => {
     });
   });
 });
+
+describe('notStarted: children the engine need not read', () => {
+  const leaves = () => [scripted('a', 'a'), scripted('b', 'b')];
+  it('knows no child exists before the first advance stored a checkpoint', () => {
+    const seq = new SequentialAgent({ name: 's', subAgents: leaves() });
+    const loop = new LoopAgent({ name: 'l', subAgents: leaves(), maxIterations: 2 });
+    const par = new ParallelAgent({ name: 'p', subAgents: leaves() });
+    expect(seq.notStarted({}, 's/a')).toBe(true);
+    expect(loop.notStarted({}, 'l/a#0')).toBe(true);
+    expect(par.notStarted({}, 'p/a')).toBe(true);
+  });
+  it('after it, rules out only children that start later', () => {
+    const seq = new SequentialAgent({ name: 's', subAgents: leaves() });
+    const loop = new LoopAgent({ name: 'l', subAgents: leaves(), maxIterations: 2 });
+    const par = new ParallelAgent({ name: 'p', subAgents: leaves() });
+    expect(seq.notStarted({ completedSubAgents: 0 }, 's/a')).toBe(false);
+    expect(seq.notStarted({ completedSubAgents: 0 }, 's/b')).toBe(true);
+    expect(loop.notStarted({ iteration: 0, completedSubAgents: 0 }, 'l/a#0')).toBe(false);
+    expect(loop.notStarted({ iteration: 0, completedSubAgents: 0 }, 'l/a#1')).toBe(true);
+    expect(par.notStarted({ children: { a: 'pending', b: 'pending' } }, 'p/a')).toBe(false);
+  });
+});

@@ -1,0 +1,157 @@
+/**
+ * A parallel branch's end in one statement (store/steps.ts `completeBranch`): the leaf settles under its fence and
+ * its status is recorded in the parent's checkpoint without reading the siblings; the branch that settles the last
+ * one makes the parent runnable for the join. On PostgreSQL, with branches ending at once on separate connections
+ * (the setting in which a read-modify-write of the checkpoint would lose a sibling's record).
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { insertInvocationTx } from '../../src/store/invocations.js';
+import { getNode, insertNodeTx, reconcileNodes, updateNodeTx } from '../../src/store/nodes.js';
+import { listEvents } from '../../src/store/events.js';
+import { completeBranch } from '../../src/store/steps.js';
+import { Store } from '../../src/store/store.js';
+import { createTestDatabase } from '../support/services.js';
+
+const BRANCHES = 24;
+const name = (i: number) => `b${i}`;
+
+describe('ending a parallel branch in one statement', () => {
+  let store: Store;
+  afterAll(async () => store?.close());
+
+  /** An invocation with a running parallel `par` whose `n` leaf branches `par/b<i>` run (attempt 1). */
+  async function setUp(id: string, n: number) {
+    // A pool of 12 connections: the branches' statements really run side by side.
+    store ??= await Store.open(await createTestDatabase(), { poolSize: 12 });
+    const session = await store.createSession({ app: 'fan', userId: 'u' });
+    const children = Object.fromEntries(Array.from({ length: n }, (_, i) => [name(i), 'pending']));
+    await store.transaction(async (tx) => {
+      await insertInvocationTx(tx, {
+        id,
+        app: 'fan',
+        sessionId: session.id,
+        userId: 'u',
+        rootAgent: 'par',
+        definitionHash: 'h',
+        status: 'running',
+        maxLlmCalls: 10,
+      });
+      await insertNodeTx(tx, {
+        invocationId: id,
+        path: 'par',
+        parentPath: null,
+        agent: 'par',
+        kind: 'parallel',
+        branch: null,
+      });
+      await updateNodeTx(tx, id, 'par', { status: 'running', checkpoint: { children } });
+      for (let i = 0; i < n; i++) {
+        const path = `par/${name(i)}`;
+        await insertNodeTx(tx, {
+          invocationId: id,
+          path,
+          parentPath: 'par',
+          agent: name(i),
+          kind: 'custom',
+          branch: null,
+        });
+        await updateNodeTx(tx, id, path, { status: 'running', attempt: 1, leaseOwner: 'w' });
+      }
+    });
+    sessions.set(id, session.id);
+  }
+  const sessions = new Map<string, string>();
+
+  const end = (id: string, i: number, attempt = 1, status: 'completed' | 'failed' = 'completed') =>
+    completeBranch(store.db, {
+      invocationId: id,
+      sessionId: sessions.get(id) as string,
+      // Each branch's last event, stored with its end.
+      event: {
+        id: `evt_${id}_${i}_${attempt}`,
+        nodePath: `par/${name(i)}`,
+        author: name(i),
+        branch: `par.${name(i)}.${i}`,
+        content: { role: 'model', parts: [{ text: `out ${i}` }] },
+        actions: { stateDelta: {}, artifactDelta: {} },
+        longRunningToolIds: null,
+        errorCode: null,
+        errorMessage: null,
+      },
+      parentPath: 'par',
+      childName: name(i),
+      leaf: {
+        path: `par/${name(i)}`,
+        attempt,
+        fields: {
+          status,
+          escalated: false,
+          output: status === 'completed' ? `out ${i}` : null,
+          error: status === 'failed' ? { code: 'X', message: 'boom' } : null,
+        },
+      },
+    });
+
+  it('records every branch of many ending at once, and exactly the last one wakes the parent for the join', async () => {
+    for (let round = 0; round < 5; round++) {
+      const id = `inv_fan_${round}`;
+      await setUp(id, BRANCHES);
+      const before = await getNode(store.db, id, 'par');
+      const results = await Promise.all(
+        Array.from({ length: BRANCHES }, (_, i) => end(id, i, 1, i === 3 ? 'failed' : 'completed')),
+      );
+      expect(results.every((r) => r.outcome === 'done')).toBe(true);
+      const joins = results.flatMap((r) => (r.outcome === 'done' && r.join ? [r.join] : []));
+      expect(joins).toHaveLength(1);
+      const parent = await getNode(store.db, id, 'par');
+      expect(parent?.status).toBe('pending');
+      expect(parent?.wake).toBe((before?.wake ?? 0) + 1);
+      expect(joins[0]).toEqual({ path: 'par', wake: parent?.wake });
+      expect(parent?.checkpoint).toEqual({
+        children: Object.fromEntries(
+          Array.from({ length: BRANCHES }, (_, i) => [name(i), i === 3 ? 'failed' : 'completed']),
+        ),
+      });
+      const leaf = await getNode(store.db, id, 'par/b3');
+      expect(leaf).toMatchObject({
+        status: 'failed',
+        error: { code: 'X', message: 'boom' },
+        leaseOwner: null,
+      });
+      // Every branch's event, each under its own seq.
+      const events = await listEvents(store.db, sessions.get(id) as string, { invocationId: id });
+      expect(events.map((e) => e.author).sort()).toEqual(
+        Array.from({ length: BRANCHES }, (_, i) => name(i)).sort(),
+      );
+      expect(new Set(events.map((e) => e.seq)).size).toBe(BRANCHES);
+    }
+  });
+
+  it('writes nothing for a superseded attempt', async () => {
+    await setUp('inv_fan_fenced', 2);
+    expect(await end('inv_fan_fenced', 0, 2)).toEqual({ outcome: 'fenced' });
+    const sessionId = sessions.get('inv_fan_fenced') as string;
+    expect(await listEvents(store.db, sessionId, { invocationId: 'inv_fan_fenced' })).toEqual([]);
+    expect((await getNode(store.db, 'inv_fan_fenced', 'par'))?.checkpoint).toEqual({
+      children: { b0: 'pending', b1: 'pending' },
+    });
+    expect((await getNode(store.db, 'inv_fan_fenced', 'par/b0'))?.status).toBe('running');
+  });
+
+  it('writes nothing when the parent is no longer running (the general path takes over)', async () => {
+    await setUp('inv_fan_stale', 2);
+    await updateNodeTx(store.db, 'inv_fan_stale', 'par', { status: 'cancelled' });
+    expect(await end('inv_fan_stale', 0)).toEqual({ outcome: 'stale' });
+    expect((await getNode(store.db, 'inv_fan_stale', 'par/b0'))?.status).toBe('running');
+  });
+
+  it('leaves a join whose wake-up was lost to the reconciler', async () => {
+    await setUp('inv_fan_lost', 2);
+    await end('inv_fan_lost', 0);
+    const last = await end('inv_fan_lost', 1);
+    expect(last).toMatchObject({ outcome: 'done', join: { path: 'par' } });
+    // The wake-up is never enqueued (the worker died after the commit): the next pass finds the parent.
+    const pass = await reconcileNodes(store.db, { staleMs: 0 });
+    expect(pass.jobs.filter((j) => j.invocationId === 'inv_fan_lost').map((j) => j.path)).toEqual(['par']);
+  });
+});
