@@ -22,6 +22,8 @@ import {
   toStoredError,
   type StoredError,
 } from '../core/errors.js';
+import { textOf, type Content } from '../core/content.js';
+import { isFinalResponse, type Event } from '../core/event.js';
 import { jobId, type StepJob, type StepQueue } from '../queue/step-queue.js';
 import type { Db } from '../store/database.js';
 import {
@@ -854,6 +856,7 @@ export class Scheduler {
     agent: WorkflowAgent,
     node: { path: string; branch: string | null; checkpoint: Json },
     settled?: ChildView,
+    allowEnd = false,
   ): WorkflowDecision | undefined {
     let unknown = false;
     const decision = agent.advance({
@@ -866,7 +869,8 @@ export class Scheduler {
         return undefined;
       },
     });
-    return unknown || decision.status !== 'running' ? undefined : decision;
+    if (unknown || (decision.status !== 'running' && !allowEnd)) return undefined;
+    return decision;
   }
 
   /**
@@ -960,8 +964,19 @@ export class Scheduler {
     if (agent instanceof ParallelAgent) {
       return this.completeParallelBranch(inv, claimed, fields, parent, leafEvent);
     }
-    const decision = this.decideUnread(agent, parent, view);
+    const decision = this.decideUnread(agent, parent, view, true);
     if (!decision) return 'general';
+    // The root sequence's last step: the invocation ends in the same statement when its output is known without
+    // reading history (the leaf's own last event is the newest final response of the run).
+    let finish: { output: string; escalated: boolean } | undefined;
+    if (decision.status !== 'running') {
+      const output =
+        decision.status === 'completed' && !parent.path.includes('/') && leafEvent
+          ? finalTextOf(leafEvent)
+          : undefined;
+      if (output === undefined) return 'general';
+      finish = { output, escalated: decision.escalated ?? false };
+    }
     const prepared = this.prepareDecisionEvents(inv, parent, decision);
     if (prepared.some((p) => p.changesState)) return 'general';
     let result: Awaited<ReturnType<typeof completeAndAdvance>>;
@@ -975,9 +990,10 @@ export class Scheduler {
           parent,
           decision,
           leafEvent ? [leafEvent, ...prepared] : prepared,
-          null,
+          finish?.output ?? null,
           slot,
         ),
+        ...(finish ? { finish } : {}),
       });
     } catch (err) {
       // A deadlock with a concurrent writer of the same nodes: nothing was written; the general path retries.
@@ -1194,4 +1210,16 @@ function isQuietStop(err: unknown, controller: AbortController): boolean {
 /** Errors of the machinery (database unreachable, a simulated crash) rather than of the agent: redeliver. */
 function isInfrastructure(err: unknown): boolean {
   return isInfrastructureError(err);
+}
+
+/** The text of an event about to be stored if it is a final response (what `lastFinalText` would return for it). */
+function finalTextOf(prepared: PreparedEvent): string | undefined {
+  const { row } = prepared;
+  const event = {
+    actions: row.actions as Event['actions'],
+    content: (row.content ?? undefined) as Content | undefined,
+    longRunningToolIds: row.longRunningToolIds ?? undefined,
+  };
+  if (row.errorCode || !isFinalResponse(event)) return undefined;
+  return textOf(event.content) || undefined;
 }

@@ -3,8 +3,8 @@
  * PGlite (Postgres in WASM, on disk or in memory). Everything above this file sees only {@link Database}.
  */
 import { PGlite } from '@electric-sql/pglite';
-import type { SQL } from 'drizzle-orm';
-import type { PgDialect } from 'drizzle-orm/pg-core';
+import { fillPlaceholders, type SQL } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -113,12 +113,6 @@ const MAX_PREPARED = 64;
 /** Statement names by text. The same text gets the same name on every connection; each prepares it once. */
 const preparedNames = new Map<string, string>();
 
-/** The node-postgres pool or client under a drizzle database or transaction; undefined on PGlite. */
-function pgClientOf(db: Db): pg.Pool | pg.Client | undefined {
-  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
-  return client instanceof pg.Pool || client instanceof pg.Client ? client : undefined;
-}
-
 /**
  * {@link queryRows} for the engine's hot statements: on PostgreSQL it runs as a named prepared statement, so each
  * connection parses and plans the text once instead of at every step (a step's statements are long CTEs whose
@@ -127,17 +121,45 @@ function pgClientOf(db: Db): pg.Pool | pg.Client | undefined {
  * texts the rest run unnamed.
  */
 export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
-  const client = pgClientOf(db);
-  if (!client || process.env.NOPREP) return queryRows<T>(db, query);
   const dialect = (db as unknown as { dialect: PgDialect }).dialect;
   const { sql: text, params } = dialect.sqlToQuery(query);
-  let name = preparedNames.get(text);
-  if (name === undefined && preparedNames.size < MAX_PREPARED) {
-    name = `agentloom_${preparedNames.size + 1}`;
-    preparedNames.set(text, name);
+  return runText<T>(db, text, params);
+}
+
+async function runText<T>(db: Db, text: string, values: unknown[]): Promise<T[]> {
+  const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  if (client instanceof pg.Pool || client instanceof pg.Client) {
+    let name = preparedNames.get(text);
+    if (name === undefined && preparedNames.size < MAX_PREPARED) {
+      name = `agentloom_${preparedNames.size + 1}`;
+      preparedNames.set(text, name);
+    }
+    const result = await client.query<T & pg.QueryResultRow>(
+      name === undefined ? { text, values } : { name, text, values },
+    );
+    return result.rows;
   }
-  const result = await client.query<T & pg.QueryResultRow>(
-    name === undefined ? { text, values: params } : { name, text, values: params },
-  );
-  return result.rows;
+  // PGlite (the database or a transaction of it): the same text, unnamed.
+  const pglite = client as { query(text: string, values: unknown[]): Promise<{ rows: T[] }> };
+  return (await pglite.query(text, values)).rows;
+}
+
+/**
+ * A hot statement written once with `sql.placeholder(name)` for its values: its text and parameter order are
+ * computed on first use, and each run only binds values by name (no SQL assembly per call), as a named prepared
+ * statement on PostgreSQL (see {@link queryPrepared}).
+ */
+export class HotStatement {
+  private compiled: { text: string; params: unknown[] } | undefined;
+
+  constructor(private readonly build: () => SQL) {}
+
+  /** Runs the statement with `values` for its placeholders (every placeholder needs one). */
+  run<T>(db: Db, values: Record<string, unknown>): Promise<T[]> {
+    if (!this.compiled) {
+      const query = new PgDialect().sqlToQuery(this.build());
+      this.compiled = { text: query.sql, params: query.params };
+    }
+    return runText<T>(db, this.compiled.text, fillPlaceholders(this.compiled.params, values));
+  }
 }

@@ -3,12 +3,12 @@
  * lock (so seq order is commit order), applies the event's `stateDelta` and `appendToState` to the right scope
  * rows, inserts the event and NOTIFYs followers — all or nothing; one statement when no state changes.
  */
-import { and, asc, eq, gt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, sql, type SQL } from 'drizzle-orm';
 import { AgentloomError } from '../core/errors.js';
 import { textOf } from '../core/content.js';
 import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
-import { queryPrepared, type Db } from './database.js';
+import { HotStatement, type Db } from './database.js';
 import { appStates, events, invocations, nodes, sessions, userStates } from './schema.js';
 import { inTransaction } from './tx.js';
 import { applyToState, splitAppends, splitDelta, touches } from './state.js';
@@ -220,6 +220,37 @@ export function toStoredEvent(row: EventRow, seq: number, createdAt: Date): Even
   }) as Event;
 }
 
+/** One plain event's insert (see {@link insertPlainEvent}), after `fenceCte` (a row when the write may go ahead). */
+function insertEventSql(fenceCte: SQL): SQL {
+  const P = (name: string) => sql.placeholder(name);
+  return sql`with fence as (${fenceCte}),
+        s as (
+          update ${sessions} set last_seq = last_seq + 1, updated_at = now()
+          where id = ${P('sessionId')} and exists (select 1 from fence) returning last_seq
+        ), ins as (
+          insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                                 long_running_tool_ids, error_code, error_message)
+          select ${P('sessionId')}, s.last_seq, ${P('id')}, ${P('invocationId')}, ${P('nodePath')}, ${P('author')},
+                 ${P('branch')}, ${P('content')}::jsonb, ${P('actions')}::jsonb, ${P('longRunning')}::jsonb,
+                 ${P('errorCode')}, ${P('errorMessage')}
+          from s
+          returning seq, created_at
+        )
+        select (select count(*) from fence) as fenced, ins.seq, ins.created_at,
+               case when ins.seq is not null then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+                 'sessionId', ${P('sessionId')}::text, 'seq', ins.seq, 'invocationId', ${P('invocationId')}::text)::text) end
+        from (select 1) as one left join ins on true`;
+}
+
+const INSERT_EVENT = new HotStatement(() => insertEventSql(sql`select 1`));
+const INSERT_EVENT_FENCED = new HotStatement(() =>
+  insertEventSql(
+    sql`select 1 from ${nodes} where invocation_id = ${sql.placeholder('invocationId')}
+          and path = ${sql.placeholder('fencePath')} and attempt = ${sql.placeholder('fenceAttempt')}::int
+          and status = 'running' for update`,
+  ),
+);
+
 /**
  * The common case, an event that changes no state, in one statement: check the fence (locking the node row),
  * take the next seq under the session row lock, insert the event and notify followers.
@@ -230,34 +261,25 @@ async function insertPlainEvent(
   fence?: { path: string; attempt: number },
 ): Promise<Event> {
   const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value));
-  const fenceCte = fence
-    ? sql`select 1 from ${nodes} where invocation_id = ${row.invocationId} and path = ${fence.path}
-            and attempt = ${fence.attempt} and status = 'running' for update`
-    : sql`select 1`;
-  const [result] = await queryPrepared<{
+  const [result] = await (fence ? INSERT_EVENT_FENCED : INSERT_EVENT).run<{
     fenced: string | number;
     seq: string | number | null;
     created_at: string | Date | null;
-  }>(
-    db,
-    sql`with fence as (${fenceCte}),
-        s as (
-          update ${sessions} set last_seq = last_seq + 1, updated_at = now()
-          where id = ${row.sessionId} and exists (select 1 from fence) returning last_seq
-        ), ins as (
-          insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
-                                 long_running_tool_ids, error_code, error_message)
-          select ${row.sessionId}, s.last_seq, ${row.id}, ${row.invocationId}, ${row.nodePath}, ${row.author}, ${row.branch},
-                 ${json(row.content)}::jsonb, ${json(row.actions)}::jsonb, ${json(row.longRunningToolIds)}::jsonb,
-                 ${row.errorCode}, ${row.errorMessage}
-          from s
-          returning seq, created_at
-        )
-        select (select count(*) from fence) as fenced, ins.seq, ins.created_at,
-               case when ins.seq is not null then pg_notify(${EVENTS_CHANNEL}, json_build_object(
-                 'sessionId', ${row.sessionId}::text, 'seq', ins.seq, 'invocationId', ${row.invocationId}::text)::text) end
-        from (select 1) as one left join ins on true`,
-  );
+  }>(db, {
+    sessionId: row.sessionId,
+    id: row.id,
+    invocationId: row.invocationId,
+    nodePath: row.nodePath,
+    author: row.author,
+    branch: row.branch,
+    content: json(row.content),
+    actions: json(row.actions),
+    longRunning: json(row.longRunningToolIds),
+    errorCode: row.errorCode,
+    errorMessage: row.errorMessage,
+    fencePath: fence?.path ?? null,
+    fenceAttempt: fence?.attempt ?? null,
+  });
   if (fence && Number(result?.fenced ?? 0) === 0) throw fencedError(fence.path, fence.attempt);
   if (!result || result.seq === null || result.created_at === null) throw sessionNotFound(row.sessionId);
   return toStoredEvent(row, Number(result.seq), new Date(result.created_at));

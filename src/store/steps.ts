@@ -6,7 +6,7 @@
  * the migrations and the cold paths. Every write keeps its fence.
  */
 import { sql, type SQL } from 'drizzle-orm';
-import { queryPrepared, type Db } from './database.js';
+import { HotStatement, queryPrepared, type Db } from './database.js';
 import { EVENTS_CHANNEL, type EventRow } from './events.js';
 import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
 import type { NodeRow } from './nodes.js';
@@ -16,6 +16,8 @@ type Json = Record<string, unknown>;
 
 /** Leaf kinds: the nodes a worker claims (workflow nodes are advanced, never claimed). */
 const LEAF_KINDS = sql`('llm', 'custom')`;
+/** A named value of a {@link HotStatement}. */
+const P = (name: string) => sql.placeholder(name);
 
 const toDate = (v: unknown): Date => (v instanceof Date ? v : new Date(String(v)));
 const toDateOrNull = (v: unknown): Date | null => (v === null || v === undefined ? null : toDate(v));
@@ -101,6 +103,34 @@ export interface JobClaim {
   parent: NodeRow | undefined;
 }
 
+const CLAIM_FOR_JOB = new HotStatement(
+  () => sql`with inv as (select * from invocations where id = ${P('id')}),
+      claimed as (
+        update nodes n set attempt = n.attempt + 1, status = 'running', lease_owner = ${P('owner')},
+          lease_expires_at = now() + ${P('lease')}::interval, updated_at = now()
+        from inv
+        where n.invocation_id = ${P('id')} and n.path = ${P('path')} and n.kind in ${LEAF_KINDS}
+          and inv.status not in ('completed', 'failed', 'cancelled') and inv.definition_hash = ${P('hash')}
+          and (n.status in ('pending', 'waiting')
+            or (n.status = 'running' and (n.lease_expires_at is null or n.lease_expires_at < now()
+              or (${P('reclaimOwn')}::boolean and n.lease_owner = ${P('owner')}))))
+        returning n.*
+      ),
+      started as (
+        update invocations set status = 'running', updated_at = now()
+        where id = ${P('id')} and status = 'queued' and exists (select 1 from claimed)
+        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+      )
+      select (select row_to_json(inv) from inv) as inv,
+        (select row_to_json(claimed) from claimed) as claimed,
+        case when not exists (select 1 from claimed) then
+          (select row_to_json(n) from nodes n where n.invocation_id = ${P('id')} and n.path = ${P('path')}) end as node,
+        case when exists (select 1 from claimed) then ${SCOPES_OF_INV} end as scopes,
+        (select row_to_json(p) from nodes p join claimed c on p.invocation_id = c.invocation_id
+          and p.path = c.parent_path) as parent,
+        (select count(*) from started) as started`,
+);
+
 /**
  * A job's first and, for a leaf, only read: the invocation and the node, and — when the node is a leaf of a live
  * invocation started with `definitionHash` and is runnable (pending, waiting, or running under an expired lease,
@@ -118,41 +148,20 @@ export async function claimForJob(
     reclaimOwn: boolean;
   },
 ): Promise<JobClaim | undefined> {
-  const { invocationId: id, path, owner } = input;
-  const own = input.reclaimOwn ? sql`or n.lease_owner = ${owner}` : sql``;
-  const [row] = await queryPrepared<{
+  const [row] = await CLAIM_FOR_JOB.run<{
     inv: Json | null;
     node: Json | null;
     claimed: Json | null;
     scopes: Json | null;
     parent: Json | null;
-  }>(
-    db,
-    sql`with inv as (select * from invocations where id = ${id}),
-      claimed as (
-        update nodes n set attempt = n.attempt + 1, status = 'running', lease_owner = ${owner},
-          lease_expires_at = now() + ${leaseInterval(input.leaseMs)}::interval, updated_at = now()
-        from inv
-        where n.invocation_id = ${id} and n.path = ${path} and n.kind in ${LEAF_KINDS}
-          and inv.status not in ('completed', 'failed', 'cancelled') and inv.definition_hash = ${input.definitionHash}
-          and (n.status in ('pending', 'waiting')
-            or (n.status = 'running' and (n.lease_expires_at is null or n.lease_expires_at < now() ${own})))
-        returning n.*
-      ),
-      started as (
-        update invocations set status = 'running', updated_at = now()
-        where id = ${id} and status = 'queued' and exists (select 1 from claimed)
-        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
-      )
-      select (select row_to_json(inv) from inv) as inv,
-        (select row_to_json(claimed) from claimed) as claimed,
-        case when not exists (select 1 from claimed) then
-          (select row_to_json(n) from nodes n where n.invocation_id = ${id} and n.path = ${path}) end as node,
-        case when exists (select 1 from claimed) then ${SCOPES_OF_INV} end as scopes,
-        (select row_to_json(p) from nodes p join claimed c on p.invocation_id = c.invocation_id
-          and p.path = c.parent_path) as parent,
-        (select count(*) from started) as started`,
-  );
+  }>(db, {
+    id: input.invocationId,
+    path: input.path,
+    owner: input.owner,
+    lease: leaseInterval(input.leaseMs),
+    hash: input.definitionHash,
+    reclaimOwn: input.reclaimOwn,
+  });
   if (!row?.inv) return undefined;
   const inv = invocationFromJson(row.inv);
   if (row.claimed) {
@@ -257,10 +266,14 @@ export interface AdvanceResult {
  * already claimed by `claim.owner` (attempt 1, leased), and the state it will see is read in the same statement.
  */
 export async function advanceNodeTx(tx: Db, input: AdvanceInput): Promise<AdvanceResult> {
-  const advance = advanceSql(input, sql`true`);
-  const [row] = await queryPrepared<AdvanceRow>(tx, sql`with ${advance.ctes} select ${advance.columns}`);
+  const [row] = await ADVANCE.run<AdvanceRow>(tx, advanceValues(input));
   return advanceResult(input, row);
 }
+
+const ADVANCE = new HotStatement(() => {
+  const advance = advanceSql(sql`true`);
+  return sql`with ${advance.ctes} select ${advance.columns}`;
+});
 
 /** What a workflow node's advance writes (see {@link advanceNodeTx}). */
 export interface AdvanceInput {
@@ -279,62 +292,79 @@ interface AdvanceRow {
   scopes: Json | null;
 }
 
-/** The CTEs of an advance, each writing only when `guard` holds, and the columns that report it. */
-function advanceSql(input: AdvanceInput, guard: SQL) {
-  const { invocationId: id, sessionId, path } = input;
-  const n = input.events.length;
-  const events = JSON.stringify(
-    input.events.map((e) => ({
-      ...e,
-      content: e.content ?? undefined,
-      longRunningToolIds: e.longRunningToolIds ?? undefined,
-    })),
-  );
-  const children = JSON.stringify(input.children);
-  const error = input.update.error === null ? null : JSON.stringify(input.update.error);
-  const claimPath = input.claim?.path ?? null;
-  const owner = input.claim?.owner ?? null;
-  const lease = leaseInterval(input.claim?.leaseMs ?? 1);
+/** The values of an advance's placeholders (see {@link advanceSql}). */
+function advanceValues(input: AdvanceInput): Record<string, unknown> {
+  return {
+    id: input.invocationId,
+    sessionId: input.sessionId,
+    path: input.path,
+    status: input.update.status,
+    checkpoint: JSON.stringify(input.update.checkpoint),
+    escalated: input.update.escalated,
+    error: input.update.error === null ? null : JSON.stringify(input.update.error),
+    output: input.update.output,
+    eventCount: input.events.length,
+    events: JSON.stringify(
+      input.events.map((e) => ({
+        ...e,
+        content: e.content ?? undefined,
+        longRunningToolIds: e.longRunningToolIds ?? undefined,
+      })),
+    ),
+    children: JSON.stringify(input.children),
+    claimPath: input.claim?.path ?? null,
+    claimOwner: input.claim?.owner ?? null,
+    claimLease: leaseInterval(input.claim?.leaseMs ?? 1),
+  };
+}
+
+/**
+ * The CTEs of an advance, each writing only when `guard` holds, and the columns that report it; values are the
+ * placeholders {@link advanceValues} fills.
+ */
+function advanceSql(guard: SQL) {
+  const n = sql`${P('eventCount')}::int`;
+  const claimPath = sql`${P('claimPath')}::text`;
   const ctes = sql`upd as (
-        update nodes set status = ${input.update.status}, checkpoint = ${JSON.stringify(input.update.checkpoint)}::jsonb,
-          escalated = ${input.update.escalated}, error = ${error}::jsonb, output = ${input.update.output}, updated_at = now()
-        where invocation_id = ${id} and path = ${path} and ${guard}
+        update nodes set status = ${P('status')}, checkpoint = ${P('checkpoint')}::jsonb,
+          escalated = ${P('escalated')}, error = ${P('error')}::jsonb, output = ${P('output')}, updated_at = now()
+        where invocation_id = ${P('id')} and path = ${P('path')} and ${guard}
         returning 1
       ),
       seqs as (
         update sessions set last_seq = last_seq + ${n}, updated_at = now()
-        where id = ${sessionId} and ${n}::int > 0 and ${guard}
+        where id = ${P('sessionId')} and ${n} > 0 and ${guard}
         returning last_seq
       ),
       ev as (
         insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
                             long_running_tool_ids, error_code, error_message)
-        select ${sessionId}, s.last_seq - ${n}::int + e.ord, e.v->>'id', ${id}, e.v->>'nodePath', e.v->>'author',
+        select ${P('sessionId')}, s.last_seq - ${n} + e.ord, e.v->>'id', ${P('id')}, e.v->>'nodePath', e.v->>'author',
                e.v->>'branch', e.v->'content', e.v->'actions', e.v->'longRunningToolIds', e.v->>'errorCode',
                e.v->>'errorMessage'
-        from seqs s, jsonb_array_elements(${events}::jsonb) with ordinality as e(v, ord)
+        from seqs s, jsonb_array_elements(${P('events')}::jsonb) with ordinality as e(v, ord)
         returning seq, created_at
       ),
       ins as (
         insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, wake, attempt,
                            lease_owner, lease_expires_at)
-        select ${id}, c.v->>'path', ${path}, c.v->>'agent', c.v->>'kind', c.v->>'branch',
+        select ${P('id')}, c.v->>'path', ${P('path')}, c.v->>'agent', c.v->>'kind', c.v->>'branch',
                case when c.v->>'path' = ${claimPath} then 'running' else 'pending' end, 1,
                case when c.v->>'path' = ${claimPath} then 1 else 0 end,
-               case when c.v->>'path' = ${claimPath} then ${owner} end,
-               case when c.v->>'path' = ${claimPath} then now() + ${lease}::interval end
-        from jsonb_array_elements(${children}::jsonb) as c(v)
+               case when c.v->>'path' = ${claimPath} then ${P('claimOwner')}::text end,
+               case when c.v->>'path' = ${claimPath} then now() + ${P('claimLease')}::interval end
+        from jsonb_array_elements(${P('children')}::jsonb) as c(v)
         where ${guard}
         on conflict do nothing
         returning *
       ),
-      inv as (select session_id, temp_state from invocations where id = ${id} and ${claimPath}::text is not null)`;
+      inv as (select session_id, temp_state from invocations where id = ${P('id')} and ${claimPath} is not null)`;
   const columns = sql`(select json_agg(row_to_json(ins)) from ins) as created,
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
         case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
         (select count(*) from upd) as updated,
         case when exists (select 1 from seqs) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
-          'sessionId', ${sessionId}::text, 'seq', (select last_seq from seqs), 'invocationId', ${id}::text)::text) end as notified`;
+          'sessionId', ${P('sessionId')}::text, 'seq', (select last_seq from seqs), 'invocationId', ${P('id')}::text)::text) end as notified`;
   return { ctes, columns };
 }
 
@@ -359,6 +389,34 @@ export type CompleteAndAdvance =
   /** The parent is not as expected (advanced or ended meanwhile): nothing written; take the general path. */
   | { outcome: 'stale' };
 
+const COMPLETE_AND_ADVANCE = new HotStatement(() => {
+  const advance = advanceSql(sql`exists (select 1 from settled)`);
+  return sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('path')} and status = 'running'
+          and checkpoint = ${P('expected')}::jsonb
+        for update
+      ),
+      settled as (
+        update nodes set status = ${P('leafStatus')}, escalated = ${P('leafEscalated')},
+          output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
+          updated_at = now()
+        where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
+          and status = 'running' and exists (select 1 from p)
+        returning 1
+      ),
+      ${advance.ctes},
+      fin as (
+        update invocations set status = 'completed', output = ${P('finishOutput')},
+          escalated = ${P('finishEscalated')}, updated_at = now(), ended_at = now(), temp_state = '{}'::jsonb
+        where id = ${P('id')} and ${P('finish')}::boolean and status not in ('completed', 'failed', 'cancelled')
+          and exists (select 1 from settled)
+        returning pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'completed')::text)
+      )
+      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
+        (select count(*) from fin) as finished, ${advance.columns}`;
+});
+
 /**
  * A leaf's completion and its parent's advance as one statement, in autocommit (the steady state of a sequence or
  * loop): the parent is locked only if it is still running with the checkpoint the caller's decision was computed
@@ -375,35 +433,45 @@ export async function completeAndAdvance(
     };
     expectedCheckpoint: Json;
     advance: AdvanceInput;
+    /**
+     * The parent is the root and this advance ends it: the invocation completes in the same statement, with this
+     * output, and its status change is notified.
+     */
+    finish?: { output: string | null; escalated: boolean };
   },
 ): Promise<CompleteAndAdvance> {
-  const { invocationId: id, path: parentPath } = input.advance;
-  const { leaf } = input;
-  const error = leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error);
-  const advance = advanceSql(input.advance, sql`exists (select 1 from settled)`);
-  const [row] = await queryPrepared<AdvanceRow & { parent_ok: string | number; settled: string | number }>(
-    db,
-    sql`with p as (
-        select 1 from nodes
-        where invocation_id = ${id} and path = ${parentPath} and status = 'running'
-          and checkpoint = ${JSON.stringify(input.expectedCheckpoint)}::jsonb
-        for update
-      ),
-      settled as (
-        update nodes set status = ${leaf.fields.status}, escalated = ${leaf.fields.escalated},
-          output = ${leaf.fields.output}, error = ${error}::jsonb, lease_owner = null, lease_expires_at = null,
-          updated_at = now()
-        where invocation_id = ${id} and path = ${leaf.path} and attempt = ${leaf.attempt} and status = 'running'
-          and exists (select 1 from p)
-        returning 1
-      ),
-      ${advance.ctes}
-      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled, ${advance.columns}`,
-  );
+  const { leaf, finish } = input;
+  const [row] = await COMPLETE_AND_ADVANCE.run<
+    AdvanceRow & { parent_ok: string | number; settled: string | number }
+  >(db, {
+    ...advanceValues(input.advance),
+    expected: JSON.stringify(input.expectedCheckpoint),
+    leafPath: leaf.path,
+    leafAttempt: leaf.attempt,
+    leafStatus: leaf.fields.status,
+    leafEscalated: leaf.fields.escalated,
+    leafOutput: leaf.fields.output,
+    leafError: leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error),
+    finish: finish !== undefined,
+    finishOutput: finish?.output ?? null,
+    finishEscalated: finish?.escalated ?? false,
+  });
   if (Number(row?.parent_ok ?? 0) === 0) return { outcome: 'stale' };
   if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
   return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }
+
+const ADVANCE_IF_UNCHANGED = new HotStatement(() => {
+  const advance = advanceSql(sql`exists (select 1 from p)`);
+  return sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('path')} and status = ${P('expectedStatus')}
+          and checkpoint = ${P('expected')}::jsonb
+        for update
+      ),
+      ${advance.ctes}
+      select (select count(*) from p) as node_ok, ${advance.columns}`;
+});
 
 /**
  * A workflow node's advance as one autocommit statement, written only if the node is still as the caller read it
@@ -414,25 +482,63 @@ export async function advanceIfUnchanged(
   db: Db,
   input: { expectedStatus: string; expectedCheckpoint: Json; advance: AdvanceInput },
 ): Promise<{ outcome: 'done'; advance: AdvanceResult } | { outcome: 'stale' }> {
-  const { invocationId: id, path } = input.advance;
-  const advance = advanceSql(input.advance, sql`exists (select 1 from p)`);
-  const [row] = await queryPrepared<AdvanceRow & { node_ok: string | number }>(
-    db,
-    sql`with p as (
-        select 1 from nodes
-        where invocation_id = ${id} and path = ${path} and status = ${input.expectedStatus}
-          and checkpoint = ${JSON.stringify(input.expectedCheckpoint)}::jsonb
-        for update
-      ),
-      ${advance.ctes}
-      select (select count(*) from p) as node_ok, ${advance.columns}`,
-  );
+  const [row] = await ADVANCE_IF_UNCHANGED.run<AdvanceRow & { node_ok: string | number }>(db, {
+    ...advanceValues(input.advance),
+    expectedStatus: input.expectedStatus,
+    expected: JSON.stringify(input.expectedCheckpoint),
+  });
   if (Number(row?.node_ok ?? 0) === 0) return { outcome: 'stale' };
   return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }
 
 /** Statuses after which a child never runs again by itself (a parallel join waits for all its branches to reach one). */
 const SETTLED_SQL = sql`('completed', 'paused', 'failed', 'cancelled')`;
+
+const COMPLETE_BRANCH = new HotStatement(() => {
+  // Computed from the row the UPDATE locked (its newest version), never from the statement's snapshot: a
+  // sibling's record committed meanwhile is kept.
+  const recorded = sql`jsonb_set(n.checkpoint, array['children', ${P('childName')}::text], to_jsonb(${P('leafStatus')}::text))`;
+  const allSettled = sql`not exists (select 1 from jsonb_each_text(${recorded}->'children') c where c.value not in ${SETTLED_SQL})`;
+  return sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('parentPath')} and status = 'running'
+          and jsonb_typeof(checkpoint->'children') = 'object'
+        for update
+      ),
+      settled as (
+        update nodes set status = ${P('leafStatus')}, escalated = ${P('leafEscalated')},
+          output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
+          updated_at = now()
+        where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
+          and status = 'running' and exists (select 1 from p)
+        returning 1
+      ),
+      upd as (
+        update nodes n set checkpoint = ${recorded}, updated_at = now(),
+          status = case when ${allSettled} then 'pending' else n.status end,
+          wake = case when ${allSettled} then n.wake + 1 else n.wake end
+        where n.invocation_id = ${P('id')} and n.path = ${P('parentPath')} and exists (select 1 from settled)
+        returning case when n.status = 'pending' then n.wake end as wake
+      ),
+      seqs as (
+        update sessions set last_seq = last_seq + 1, updated_at = now()
+        where id = ${P('sessionId')} and ${P('hasEvent')}::boolean and exists (select 1 from settled)
+        returning last_seq
+      ),
+      ev as (
+        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                            long_running_tool_ids, error_code, error_message)
+        select ${P('sessionId')}, s.last_seq, ${P('eventId')}, ${P('id')}, ${P('eventPath')}, ${P('eventAuthor')},
+               ${P('eventBranch')}, ${P('eventContent')}::jsonb, ${P('eventActions')}::jsonb,
+               ${P('eventLongRunning')}::jsonb, ${P('eventErrorCode')}, ${P('eventErrorMessage')}
+        from seqs s
+        returning seq
+      )
+      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
+        (select wake from upd) as wake,
+        (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
+          'seq', ev.seq, 'invocationId', ${P('id')}::text)::text) from ev) as notified`;
+});
 
 /** What {@link completeBranch} did. */
 export type CompleteBranch =
@@ -466,62 +572,37 @@ export async function completeBranch(
     };
   },
 ): Promise<CompleteBranch> {
-  const { invocationId: id, parentPath, leaf, event: e } = input;
-  const error = leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error);
-  // Computed from the row the UPDATE locked (its newest version), never from the statement's snapshot: a
-  // sibling's record committed meanwhile is kept.
-  const recorded = sql`jsonb_set(n.checkpoint, array['children', ${input.childName}::text], to_jsonb(${leaf.fields.status}::text))`;
-  const allSettled = sql`not exists (select 1 from jsonb_each_text(${recorded}->'children') c where c.value not in ${SETTLED_SQL})`;
-  const [row] = await queryPrepared<{
+  const { leaf, event: e } = input;
+  const [row] = await COMPLETE_BRANCH.run<{
     parent_ok: string | number;
     settled: string | number;
     wake: string | number | null;
-  }>(
-    db,
-    sql`with p as (
-        select 1 from nodes
-        where invocation_id = ${id} and path = ${parentPath} and status = 'running'
-          and jsonb_typeof(checkpoint->'children') = 'object'
-        for update
-      ),
-      settled as (
-        update nodes set status = ${leaf.fields.status}, escalated = ${leaf.fields.escalated},
-          output = ${leaf.fields.output}, error = ${error}::jsonb, lease_owner = null, lease_expires_at = null,
-          updated_at = now()
-        where invocation_id = ${id} and path = ${leaf.path} and attempt = ${leaf.attempt} and status = 'running'
-          and exists (select 1 from p)
-        returning 1
-      ),
-      upd as (
-        update nodes n set checkpoint = ${recorded}, updated_at = now(),
-          status = case when ${allSettled} then 'pending' else n.status end,
-          wake = case when ${allSettled} then n.wake + 1 else n.wake end
-        where n.invocation_id = ${id} and n.path = ${parentPath} and exists (select 1 from settled)
-        returning case when n.status = 'pending' then n.wake end as wake
-      ),
-      seqs as (
-        update sessions set last_seq = last_seq + 1, updated_at = now()
-        where id = ${input.sessionId} and ${e !== undefined} and exists (select 1 from settled)
-        returning last_seq
-      ),
-      ev as (
-        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
-                            long_running_tool_ids, error_code, error_message)
-        select ${input.sessionId}, s.last_seq, ${e?.id ?? null}, ${id}, ${e?.nodePath ?? null}, ${e?.author ?? null},
-               ${e?.branch ?? null}, ${jsonOrNull(e?.content)}::jsonb, ${jsonOrNull(e?.actions)}::jsonb,
-               ${jsonOrNull(e?.longRunningToolIds)}::jsonb, ${e?.errorCode ?? null}, ${e?.errorMessage ?? null}
-        from seqs s
-        returning seq
-      )
-      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
-        (select wake from upd) as wake,
-        (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${input.sessionId}::text,
-          'seq', ev.seq, 'invocationId', ${id}::text)::text) from ev) as notified`,
-  );
+  }>(db, {
+    id: input.invocationId,
+    sessionId: input.sessionId,
+    parentPath: input.parentPath,
+    childName: input.childName,
+    leafPath: leaf.path,
+    leafAttempt: leaf.attempt,
+    leafStatus: leaf.fields.status,
+    leafEscalated: leaf.fields.escalated,
+    leafOutput: leaf.fields.output,
+    leafError: leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error),
+    hasEvent: e !== undefined,
+    eventId: e?.id ?? null,
+    eventPath: e?.nodePath ?? null,
+    eventAuthor: e?.author ?? null,
+    eventBranch: e?.branch ?? null,
+    eventContent: jsonOrNull(e?.content),
+    eventActions: jsonOrNull(e?.actions),
+    eventLongRunning: jsonOrNull(e?.longRunningToolIds),
+    eventErrorCode: e?.errorCode ?? null,
+    eventErrorMessage: e?.errorMessage ?? null,
+  });
   if (Number(row?.parent_ok ?? 0) === 0) return { outcome: 'stale' };
   if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
   if (row?.wake === null || row?.wake === undefined) return { outcome: 'done' };
-  return { outcome: 'done', join: { path: parentPath, wake: Number(row.wake) } };
+  return { outcome: 'done', join: { path: input.parentPath, wake: Number(row.wake) } };
 }
 
 /** What {@link insertInvocationInNewSession} stores. */

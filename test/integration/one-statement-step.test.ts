@@ -4,7 +4,7 @@
  * the parent is no longer at the checkpoint the decision was computed from. On PostgreSQL, with real rows.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { insertInvocationTx } from '../../src/store/invocations.js';
+import { getInvocation, insertInvocationTx } from '../../src/store/invocations.js';
 import { insertNodeTx, nodesAt, updateNodeTx } from '../../src/store/nodes.js';
 import { completeAndAdvance } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
@@ -143,5 +143,66 @@ describe('completing a leaf and advancing its parent in one statement', () => {
       outcome: 'stale',
     });
     expect(await snapshot('inv_cancelled', sessionId)).toEqual(before);
+  });
+
+  it("ends the invocation with the root's last step, in the same statement", async () => {
+    const sessionId = await setUp('inv_finish');
+    const result = await completeAndAdvance(store.db, {
+      leaf: {
+        path: 'seq/a',
+        attempt: 1,
+        fields: { status: 'completed', escalated: false, output: 'A', error: null },
+      },
+      expectedCheckpoint: { completedSubAgents: 0 },
+      advance: {
+        invocationId: 'inv_finish',
+        sessionId,
+        path: 'seq',
+        update: {
+          status: 'completed',
+          checkpoint: { completedSubAgents: 1 },
+          escalated: false,
+          error: null,
+          output: 'A',
+        },
+        events: [],
+        children: [],
+      },
+      finish: { output: 'A', escalated: false },
+    });
+    expect(result.outcome).toBe('done');
+    const inv = await getInvocation(store.db, 'inv_finish');
+    expect(inv).toMatchObject({ status: 'completed', output: 'A', tempState: {} });
+    expect(inv?.endedAt).toBeInstanceOf(Date);
+    expect((await snapshot('inv_finish', sessionId)).nodes.seq?.status).toBe('completed');
+  });
+
+  it('does not end the invocation when the leaf was superseded', async () => {
+    const sessionId = await setUp('inv_finish_fenced');
+    const result = await completeAndAdvance(store.db, {
+      leaf: {
+        path: 'seq/a',
+        attempt: 2,
+        fields: { status: 'completed', escalated: false, output: 'A', error: null },
+      },
+      expectedCheckpoint: { completedSubAgents: 0 },
+      advance: {
+        invocationId: 'inv_finish_fenced',
+        sessionId,
+        path: 'seq',
+        update: {
+          status: 'completed',
+          checkpoint: { completedSubAgents: 1 },
+          escalated: false,
+          error: null,
+          output: 'A',
+        },
+        events: [],
+        children: [],
+      },
+      finish: { output: 'A', escalated: false },
+    });
+    expect(result).toEqual({ outcome: 'fenced' });
+    expect((await getInvocation(store.db, 'inv_finish_fenced'))?.status).toBe('running');
   });
 });
