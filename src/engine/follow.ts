@@ -44,6 +44,16 @@ class WakeSignal {
   }
 }
 
+/** The status an invocation notification announces (undefined if the payload is not the expected shape). */
+function statusOf(payload: string): string | undefined {
+  try {
+    const status = (JSON.parse(payload) as { status?: unknown }).status;
+    return typeof status === 'string' ? status : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Resolves with the invocation once it is settled; TIMEOUT after `timeoutMs`. */
 export async function waitForSettled(
   store: Store,
@@ -55,7 +65,10 @@ export async function waitForSettled(
   const unlisten = await store.listen(
     INVOCATIONS_CHANNEL,
     (payload) => {
-      if (payload.includes(invocationId)) signal.notify();
+      if (!payload.includes(invocationId)) return;
+      // `{id, status}`: a change to a status `wait` does not stop at (queued → running) needs no read.
+      const status = statusOf(payload);
+      if (status === undefined || SETTLED_INVOCATION.has(status)) signal.notify();
     },
     // Reconnected after a lost LISTEN connection: the status change may have been notified meanwhile.
     () => signal.notify(),

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { BaseAgent } from '../agents/base-agent.js';
 import { NodeSuspended, type LeafOutcome } from '../agents/context.js';
 import { ParallelAgent } from '../agents/parallel-agent.js';
+import { Batcher } from './batcher.js';
 import {
   SETTLED,
   WorkflowAgent,
@@ -59,8 +60,14 @@ import {
   advanceIfUnchanged,
   advanceNodeTx,
   claimForJob,
+  claimForJobs,
+  type ClaimRequest,
+  type JobClaim,
   completeAndAdvance,
   completeBranch,
+  completeBranches,
+  type BranchEnd,
+  type CompleteBranch,
   eventInsertOf,
   settleLeafLockParentTx,
   type AdvanceInput,
@@ -115,6 +122,9 @@ interface Known {
   /** The parent as that statement left it: lets the completion advance it in the same statement. */
   parent?: ParentInfo;
 }
+
+/** A branch's end as the batcher receives it. */
+type BranchEndRequest = BranchEnd & { invocationId: string; sessionId: string; parentPath: string };
 
 /** A workflow parent as a step last saw it. */
 interface ParentInfo {
@@ -178,7 +188,48 @@ export class Scheduler {
   /** Set at shutdown: no new continuation is claimed. */
   private stopping = false;
 
+  /** Claims of jobs that arrive together (a fan-out's) go to the database as one statement. */
+  private readonly claims = new Batcher<0, ClaimRequest, JobClaim | undefined>((_, requests) =>
+    this.claimBatch(requests),
+  );
+
+  /**
+   * Ends of branches of one parallel parent that finish together go to the database as one statement (the parent's
+   * row lock is taken once for them all, not once per branch in turn).
+   */
+  private readonly branchEnds = new Batcher<string, BranchEndRequest, CompleteBranch | 'retry'>(
+    async (_, requests) => {
+      const [first] = requests;
+      if (requests.length === 1 && first) return [await completeBranch(this.deps.store.db, first)];
+      try {
+        return await completeBranches(this.deps.store.db, {
+          invocationId: (first as BranchEndRequest).invocationId,
+          sessionId: (first as BranchEndRequest).sessionId,
+          parentPath: (first as BranchEndRequest).parentPath,
+          branches: requests,
+        });
+      } catch (err) {
+        // A deadlock: nothing was written; each branch takes the general path.
+        if (isRetryableSqlError(err)) return requests.map(() => 'retry' as const);
+        throw err;
+      }
+    },
+  );
+
   constructor(private readonly deps: SchedulerDeps) {}
+
+  private async claimBatch(requests: ClaimRequest[]): Promise<(JobClaim | undefined)[]> {
+    const { store, owner, leaseMs } = this.deps;
+    const one = (r: ClaimRequest) => claimForJob(store.db, { ...r, owner, leaseMs, reclaimOwn: true });
+    if (requests.length === 1) return [await one(requests[0] as ClaimRequest)];
+    try {
+      return await claimForJobs(store.db, owner, leaseMs, requests);
+    } catch (err) {
+      // A deadlock with another writer of these nodes: nothing was written; claim them one by one.
+      if (isRetryableSqlError(err)) return Promise.all(requests.map(one));
+      throw err;
+    }
+  }
 
   /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
   async handle(job: StepJob): Promise<void> {
@@ -192,15 +243,12 @@ export class Scheduler {
     if (!app) return this.handleUntagged(job);
     // One statement: the invocation, the node, and for a runnable leaf its claim and the state it sees.
     const step = this.track(job.invocationId, job.path);
-    let claim: Awaited<ReturnType<typeof claimForJob>>;
+    let claim: JobClaim | undefined;
     try {
-      claim = await claimForJob(this.deps.store.db, {
+      claim = await this.claims.submit(0, {
         invocationId: job.invocationId,
         path: job.path,
-        owner: this.deps.owner,
-        leaseMs: this.deps.leaseMs,
         definitionHash: app.definitionHash,
-        reclaimOwn: true,
       });
     } catch (err) {
       step.finish();
@@ -925,20 +973,21 @@ export class Scheduler {
     parent: ParentInfo,
     leafEvent: PreparedEvent | undefined,
   ): Promise<NodeJobRef[] | undefined | 'general'> {
-    let result: Awaited<ReturnType<typeof completeBranch>>;
+    let result: CompleteBranch | 'retry';
     try {
-      result = await completeBranch(this.deps.store.db, {
+      result = await this.branchEnds.submit(`${inv.id}|${parent.path}`, {
         invocationId: inv.id,
         sessionId: inv.sessionId,
-        event: leafEvent ? eventInsertOf(leafEvent.row) : undefined,
         parentPath: parent.path,
         childName: claimed.path.slice(claimed.path.lastIndexOf('/') + 1),
+        ...(leafEvent ? { event: eventInsertOf(leafEvent.row) } : {}),
         leaf: { path: claimed.path, attempt: claimed.attempt, fields },
       });
     } catch (err) {
       if (isRetryableSqlError(err)) return 'general';
       throw err;
     }
+    if (result === 'retry') return 'general';
     if (result.outcome === 'stale') return 'general';
     if (result.outcome === 'fenced') return undefined;
     return result.join ? [{ invocationId: inv.id, ...result.join }] : [];

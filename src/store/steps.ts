@@ -162,6 +162,94 @@ export async function claimForJob(
     hash: input.definitionHash,
     reclaimOwn: input.reclaimOwn,
   });
+  return jobClaimOf(row);
+}
+
+/** One job's claim request (see {@link claimForJobs}). */
+export interface ClaimRequest {
+  invocationId: string;
+  path: string;
+  definitionHash: string;
+}
+
+const CLAIM_FOR_JOBS = new HotStatement(
+  () => sql`with req as (
+        select r.ord, r.v->>'id' as id, r.v->>'path' as path, r.v->>'hash' as hash
+        from jsonb_array_elements(${P('requests')}::jsonb) with ordinality as r(v, ord)
+      ),
+      runnable as (
+        -- Rows locked in one order across processes: two batches never wait for each other in a cycle.
+        select n.invocation_id, n.path from nodes n
+        join req on n.invocation_id = req.id and n.path = req.path
+        join invocations i on i.id = req.id
+        where n.kind in ${LEAF_KINDS} and i.status not in ('completed', 'failed', 'cancelled')
+          and i.definition_hash = req.hash
+          and (n.status in ('pending', 'waiting')
+            or (n.status = 'running' and (n.lease_expires_at is null or n.lease_expires_at < now()
+              or n.lease_owner = ${P('owner')})))
+        order by n.invocation_id, n.path
+        for update of n
+      ),
+      claimed as (
+        update nodes n set attempt = n.attempt + 1, status = 'running', lease_owner = ${P('owner')},
+          lease_expires_at = now() + ${P('lease')}::interval, updated_at = now()
+        from runnable r
+        where n.invocation_id = r.invocation_id and n.path = r.path
+        returning n.*
+      ),
+      started as (
+        update invocations set status = 'running', updated_at = now()
+        where id in (select invocation_id from claimed) and status = 'queued'
+        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+      )
+      select req.ord,
+        (select row_to_json(i) from invocations i where i.id = req.id) as inv,
+        (select row_to_json(c) from claimed c where c.invocation_id = req.id and c.path = req.path) as claimed,
+        case when not exists (select 1 from claimed c where c.invocation_id = req.id and c.path = req.path) then
+          (select row_to_json(n) from nodes n where n.invocation_id = req.id and n.path = req.path) end as node,
+        case when exists (select 1 from claimed c where c.invocation_id = req.id and c.path = req.path) then
+          (select jsonb_build_object('session', s.state, 'app', a.state, 'user', u.state, 'temp', i.temp_state)
+           from invocations i
+           join sessions s on s.id = i.session_id
+           left join app_states a on a.app = s.app
+           left join user_states u on u.app = s.app and u.user_id = s.user_id
+           where i.id = req.id) end as scopes,
+        (select row_to_json(p) from nodes p join claimed c on p.invocation_id = c.invocation_id
+          and p.path = c.parent_path where c.invocation_id = req.id and c.path = req.path) as parent,
+        (select count(*) from started) as started
+      from req order by req.ord`,
+);
+
+/**
+ * {@link claimForJob} for several jobs at once (those a worker received together, such as a fan-out's), in one
+ * statement and one commit: each request's answer at its index. `owner`'s own leases may be re-claimed.
+ */
+export async function claimForJobs(
+  db: Db,
+  owner: string,
+  leaseMs: number,
+  requests: readonly ClaimRequest[],
+): Promise<(JobClaim | undefined)[]> {
+  const rows = await CLAIM_FOR_JOBS.run<ClaimRow & { ord: string | number }>(db, {
+    requests: JSON.stringify(
+      requests.map((r) => ({ id: r.invocationId, path: r.path, hash: r.definitionHash })),
+    ),
+    owner,
+    lease: leaseInterval(leaseMs),
+  });
+  const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+  return requests.map((_, i) => jobClaimOf(byOrd.get(i + 1)));
+}
+
+interface ClaimRow {
+  inv: Json | null;
+  node: Json | null;
+  claimed: Json | null;
+  scopes: Json | null;
+  parent: Json | null;
+}
+
+function jobClaimOf(row: ClaimRow | undefined): JobClaim | undefined {
   if (!row?.inv) return undefined;
   const inv = invocationFromJson(row.inv);
   if (row.claimed) {
@@ -603,6 +691,120 @@ export async function completeBranch(
   if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
   if (row?.wake === null || row?.wake === undefined) return { outcome: 'done' };
   return { outcome: 'done', join: { path: input.parentPath, wake: Number(row.wake) } };
+}
+
+/** One branch's end in {@link completeBranches}. */
+export interface BranchEnd {
+  childName: string;
+  event?: EventInsert;
+  leaf: {
+    path: string;
+    attempt: number;
+    fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
+  };
+}
+
+const COMPLETE_BRANCHES = new HotStatement(() => {
+  const children = sql`coalesce(n.checkpoint->'children', '{}'::jsonb) || (select jsonb_object_agg(name, status) from settled)`;
+  const recorded = sql`jsonb_set(n.checkpoint, '{children}', ${children})`;
+  const allSettled = sql`not exists (select 1 from jsonb_each_text(${children}) c where c.value not in ${SETTLED_SQL})`;
+  return sql`with req as (
+        select r.ord, r.v->>'path' as path, (r.v->>'attempt')::int as attempt, r.v->>'name' as name,
+               r.v->>'status' as status, (r.v->>'escalated')::boolean as escalated, r.v->>'output' as output,
+               nullif(r.v->'error', 'null'::jsonb) as error, nullif(r.v->'event', 'null'::jsonb) as event
+        from jsonb_array_elements(${P('branches')}::jsonb) with ordinality as r(v, ord)
+      ),
+      p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('parentPath')} and status = 'running'
+          and jsonb_typeof(checkpoint->'children') = 'object'
+        for update
+      ),
+      settled as (
+        update nodes n set status = req.status, escalated = req.escalated, output = req.output, error = req.error,
+          lease_owner = null, lease_expires_at = null, updated_at = now()
+        from req
+        where n.invocation_id = ${P('id')} and n.path = req.path and n.attempt = req.attempt
+          and n.status = 'running' and exists (select 1 from p)
+        returning req.ord, req.name, req.status, req.event
+      ),
+      upd as (
+        update nodes n set checkpoint = ${recorded}, updated_at = now(),
+          status = case when ${allSettled} then 'pending' else n.status end,
+          wake = case when ${allSettled} then n.wake + 1 else n.wake end
+        where n.invocation_id = ${P('id')} and n.path = ${P('parentPath')} and exists (select 1 from settled)
+        returning case when n.status = 'pending' then n.wake end as wake
+      ),
+      evs as (
+        select row_number() over (order by ord) as k, count(*) over () as total, event
+        from settled where event is not null
+      ),
+      seqs as (
+        update sessions set last_seq = last_seq + (select count(*) from evs), updated_at = now()
+        where id = ${P('sessionId')} and exists (select 1 from evs)
+        returning last_seq
+      ),
+      ev as (
+        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
+                            long_running_tool_ids, error_code, error_message)
+        select ${P('sessionId')}, s.last_seq - e.total + e.k, e.event->>'id', ${P('id')}, e.event->>'nodePath',
+               e.event->>'author', e.event->>'branch', e.event->'content', e.event->'actions',
+               e.event->'longRunningToolIds', e.event->>'errorCode', e.event->>'errorMessage'
+        from seqs s, evs e
+        returning seq
+      )
+      select (select count(*) from p) as parent_ok, (select json_agg(ord) from settled) as settled,
+        (select wake from upd) as wake,
+        (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
+          'seq', max(ev.seq), 'invocationId', ${P('id')}::text)::text) from ev having count(*) > 0) as notified`;
+});
+
+/**
+ * {@link completeBranch} for several branches of one parent that ended together, in one statement and one commit:
+ * each branch's answer at its index (the parent's join, when this batch settled the last branch, with the first
+ * branch that was written).
+ */
+export async function completeBranches(
+  db: Db,
+  input: { invocationId: string; sessionId: string; parentPath: string; branches: readonly BranchEnd[] },
+): Promise<CompleteBranch[]> {
+  const [row] = await COMPLETE_BRANCHES.run<{
+    parent_ok: string | number;
+    settled: (string | number)[] | null;
+    wake: string | number | null;
+  }>(db, {
+    id: input.invocationId,
+    sessionId: input.sessionId,
+    parentPath: input.parentPath,
+    branches: JSON.stringify(
+      input.branches.map((b) => ({
+        path: b.leaf.path,
+        attempt: b.leaf.attempt,
+        name: b.childName,
+        status: b.leaf.fields.status,
+        escalated: b.leaf.fields.escalated,
+        output: b.leaf.fields.output,
+        error: b.leaf.fields.error,
+        event: b.event
+          ? {
+              ...b.event,
+              content: b.event.content ?? undefined,
+              longRunningToolIds: b.event.longRunningToolIds ?? undefined,
+            }
+          : null,
+      })),
+    ),
+  });
+  if (Number(row?.parent_ok ?? 0) === 0) return input.branches.map(() => ({ outcome: 'stale' }));
+  const settled = new Set((row?.settled ?? []).map(Number));
+  const first = Math.min(...settled);
+  return input.branches.map((_, i): CompleteBranch => {
+    if (!settled.has(i + 1)) return { outcome: 'fenced' };
+    if (i + 1 === first && row?.wake !== null && row?.wake !== undefined) {
+      return { outcome: 'done', join: { path: input.parentPath, wake: Number(row.wake) } };
+    }
+    return { outcome: 'done' };
+  });
 }
 
 /** What {@link insertInvocationInNewSession} stores. */

@@ -1,8 +1,9 @@
 /** Paused tool calls and their answers (audit trail). */
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
-import type { Db } from './database.js';
+import { HotStatement, type Db } from './database.js';
+import { invocationFromJson } from './steps.js';
 import type { InvocationRow } from './invocations.js';
-import { invocations, toolRequests, artifacts } from './schema.js';
+import { toolRequests, artifacts } from './schema.js';
 
 export type ToolRequestRow = typeof toolRequests.$inferSelect;
 
@@ -47,19 +48,37 @@ export async function invocationWithPending(
   db: Db,
   invocationId: string,
 ): Promise<{ inv: InvocationRow; pending: ToolRequestRow[] } | undefined> {
-  const rows = await db
-    .select({ inv: invocations, req: toolRequests })
-    .from(invocations)
-    .leftJoin(
-      toolRequests,
-      and(eq(toolRequests.invocationId, invocations.id), eq(toolRequests.status, 'pending')),
-    )
-    .where(eq(invocations.id, invocationId))
-    .orderBy(toolRequests.createdAt);
-  const [first] = rows;
-  if (!first) return undefined;
-  return { inv: first.inv, pending: rows.flatMap((r) => (r.req ? [r.req] : [])) };
+  const [row] = await INVOCATION_WITH_PENDING.run<{ inv: Json | null; pending: Json[] | null }>(db, {
+    id: invocationId,
+  });
+  if (!row?.inv) return undefined;
+  return { inv: invocationFromJson(row.inv), pending: (row.pending ?? []).map(toolRequestFromJson) };
 }
+
+const INVOCATION_WITH_PENDING = new HotStatement(
+  () => sql`select row_to_json(i) as inv,
+      (select json_agg(row_to_json(t) order by t.created_at) from tool_requests t
+       where t.invocation_id = i.id and t.status = 'pending') as pending
+    from invocations i where i.id = ${sql.placeholder('id')}`,
+);
+
+function toolRequestFromJson(r: Json): ToolRequestRow {
+  const date = (v: unknown) => (v === null || v === undefined ? null : new Date(String(v)));
+  return {
+    invocationId: r.invocation_id as string,
+    callId: r.call_id as string,
+    nodePath: r.node_path as string,
+    kind: r.kind as string,
+    request: r.request as Json,
+    response: (r.response as Json | null) ?? null,
+    status: r.status as string,
+    answeredBy: (r.answered_by as string | null) ?? null,
+    answeredAt: date(r.answered_at),
+    createdAt: date(r.created_at) as Date,
+  };
+}
+
+type Json = Record<string, unknown>;
 
 /** Whether any of these requests has been answered (or cancelled) since they were read. */
 export async function anyAnswered(db: Db, invocationId: string, callIds: string[]): Promise<boolean> {

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { insertInvocationTx } from '../../src/store/invocations.js';
 import { getNode, insertNodeTx, reconcileNodes, updateNodeTx } from '../../src/store/nodes.js';
 import { listEvents } from '../../src/store/events.js';
-import { completeBranch } from '../../src/store/steps.js';
+import { completeBranch, completeBranches, type BranchEnd } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -153,5 +153,78 @@ describe('ending a parallel branch in one statement', () => {
     // The wake-up is never enqueued (the worker died after the commit): the next pass finds the parent.
     const pass = await reconcileNodes(store.db, { staleMs: 0 });
     expect(pass.jobs.filter((j) => j.invocationId === 'inv_fan_lost').map((j) => j.path)).toEqual(['par']);
+  });
+
+  const branchEnd = (id: string, i: number, attempt = 1): BranchEnd => ({
+    childName: name(i),
+    event: {
+      id: `evt_${id}_${i}_${attempt}`,
+      nodePath: `par/${name(i)}`,
+      author: name(i),
+      branch: `par.${name(i)}.${i}`,
+      content: { role: 'model', parts: [{ text: `out ${i}` }] },
+      actions: { stateDelta: {}, artifactDelta: {} },
+      longRunningToolIds: null,
+      errorCode: null,
+      errorMessage: null,
+    },
+    leaf: {
+      path: `par/${name(i)}`,
+      attempt,
+      fields: { status: 'completed', escalated: false, output: `out ${i}`, error: null },
+    },
+  });
+
+  it('ends several branches in one statement: each fenced alone, events in request order, one join', async () => {
+    const id = 'inv_fan_batch';
+    await setUp(id, 4);
+    const sessionId = sessions.get(id) as string;
+    // b0 and b1 first (b1 superseded: attempt 2 is not the node's), then b2, b1 again and b3 settle the rest.
+    const first = await completeBranches(store.db, {
+      invocationId: id,
+      sessionId,
+      parentPath: 'par',
+      branches: [branchEnd(id, 0), branchEnd(id, 1, 2)],
+    });
+    expect(first).toEqual([{ outcome: 'done' }, { outcome: 'fenced' }]);
+    expect((await getNode(store.db, id, 'par/b1'))?.status).toBe('running');
+    const second = await completeBranches(store.db, {
+      invocationId: id,
+      sessionId,
+      parentPath: 'par',
+      branches: [branchEnd(id, 2), branchEnd(id, 1), branchEnd(id, 3)],
+    });
+    const parent = await getNode(store.db, id, 'par');
+    expect(second).toEqual([
+      { outcome: 'done', join: { path: 'par', wake: parent?.wake } },
+      { outcome: 'done' },
+      { outcome: 'done' },
+    ]);
+    expect(parent).toMatchObject({
+      status: 'pending',
+      checkpoint: { children: { b0: 'completed', b1: 'completed', b2: 'completed', b3: 'completed' } },
+    });
+    const events = await listEvents(store.db, sessionId, { invocationId: id });
+    expect(events.map((e) => [e.seq, e.author])).toEqual([
+      [1, 'b0'],
+      [2, 'b2'],
+      [3, 'b1'],
+      [4, 'b3'],
+    ]);
+  });
+
+  it('ends nothing of a batch whose parent is no longer running', async () => {
+    const id = 'inv_fan_batch_stale';
+    await setUp(id, 2);
+    await updateNodeTx(store.db, id, 'par', { status: 'cancelled' });
+    expect(
+      await completeBranches(store.db, {
+        invocationId: id,
+        sessionId: sessions.get(id) as string,
+        parentPath: 'par',
+        branches: [branchEnd(id, 0), branchEnd(id, 1)],
+      }),
+    ).toEqual([{ outcome: 'stale' }, { outcome: 'stale' }]);
+    expect((await getNode(store.db, id, 'par/b0'))?.status).toBe('running');
   });
 });
