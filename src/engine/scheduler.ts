@@ -397,8 +397,10 @@ export class Scheduler {
     }
     // Not awaited: it is due only a lease from now, so the step need not wait for the queue's round trip. A queue
     // kept in PostgreSQL gets none: there a wake-up is itself a durable write per step, and the reconciler (a query
-    // over the same database) already wakes a leaf whose lease lapsed.
-    if (this.deps.queue.kind !== 'postgres') {
+    // over the same database) already wakes a leaf whose lease lapsed. Nor does the in-process queue: it dies with
+    // this process, so its wake-up could never recover this process's crash (the reconciler does, at restart or in
+    // another process over the same database).
+    if (this.deps.queue.kind === 'redis') {
       this.deps.queue
         .enqueue([{ ...recovery, definition: inv.definitionHash }], { delayMs: this.deps.leaseMs })
         .catch((err: unknown) =>
