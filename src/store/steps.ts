@@ -179,8 +179,10 @@ const CLAIM_FOR_JOBS = new HotStatement(
       ),
       runnable as (
         -- Rows locked in one order across processes: two batches never wait for each other in a cycle.
-        select n.invocation_id, n.path from nodes n
-        join req on n.invocation_id = req.id and n.path = req.path
+        select n.invocation_id, n.path from req
+        cross join lateral (
+          select * from nodes n where n.invocation_id = req.id and n.path = req.path
+        ) n
         join invocations i on i.id = req.id
         where n.kind in ${LEAF_KINDS} and i.status not in ('completed', 'failed', 'cancelled')
           and i.definition_hash = req.hash
@@ -202,22 +204,23 @@ const CLAIM_FOR_JOBS = new HotStatement(
         where id in (select invocation_id from claimed) and status = 'queued'
         returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
       )
-      select req.ord,
-        (select row_to_json(i) from invocations i where i.id = req.id) as inv,
-        (select row_to_json(c) from claimed c where c.invocation_id = req.id and c.path = req.path) as claimed,
-        case when not exists (select 1 from claimed c where c.invocation_id = req.id and c.path = req.path) then
+      select req.ord, row_to_json(i) as inv,
+        case when c.path is not null then row_to_json(c) end as claimed,
+        case when c.path is null then
           (select row_to_json(n) from nodes n where n.invocation_id = req.id and n.path = req.path) end as node,
-        case when exists (select 1 from claimed c where c.invocation_id = req.id and c.path = req.path) then
-          (select jsonb_build_object('session', s.state, 'app', a.state, 'user', u.state, 'temp', i.temp_state)
-           from invocations i
-           join sessions s on s.id = i.session_id
-           left join app_states a on a.app = s.app
-           left join user_states u on u.app = s.app and u.user_id = s.user_id
-           where i.id = req.id) end as scopes,
-        (select row_to_json(p) from nodes p join claimed c on p.invocation_id = c.invocation_id
-          and p.path = c.parent_path where c.invocation_id = req.id and c.path = req.path) as parent,
+        case when c.path is not null then
+          jsonb_build_object('session', s.state, 'app', a.state, 'user', u.state, 'temp', i.temp_state) end as scopes,
+        case when c.path is not null then
+          (select row_to_json(p) from nodes p where p.invocation_id = c.invocation_id and p.path = c.parent_path)
+        end as parent,
         (select count(*) from started) as started
-      from req order by req.ord`,
+      from req
+      left join invocations i on i.id = req.id
+      left join claimed c on c.invocation_id = req.id and c.path = req.path
+      left join sessions s on s.id = i.session_id
+      left join app_states a on a.app = s.app
+      left join user_states u on u.app = s.app and u.user_id = s.user_id
+      order by req.ord`,
 );
 
 /**
@@ -724,7 +727,8 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
         update nodes n set status = req.status, escalated = req.escalated, output = req.output, error = req.error,
           lease_owner = null, lease_expires_at = null, updated_at = now()
         from req
-        where n.invocation_id = ${P('id')} and n.path = req.path and n.attempt = req.attempt
+        where n.invocation_id = ${P('id')} and n.path = any(array(select path from req))
+          and n.path = req.path and n.attempt = req.attempt
           and n.status = 'running' and exists (select 1 from p)
         returning req.ord, req.name, req.status, req.event
       ),
