@@ -50,17 +50,19 @@ export function analysis(report: BenchReport): string {
     );
     const pairs = readOnlyPairs(c);
     const remove = [
-      `named prepared statements for the two hot statements (the completion is one statement of about ten CTEs, ` +
-        `parsed and planned again at every call: part of the ${n(c.serverMs)} ms of server time per step)`,
-      `the leaf's last event written in its completion's commit (${n(c.walSyncs)} WAL syncs per step → 1), which ` +
-        `needs the event's durability to be tied to the step's end rather than to the yield (a semantics change, ` +
-        `not taken)`,
-      pairs > 0
-        ? `no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`
-        : 'less client CPU per statement (see the W2 profile: query assembly, the pg driver, JSON parsing)',
+      `less client CPU per step (the W2 profile below: the pg driver, JSON, event validation, socket writes)`,
+      `fewer statements per invocation around the steps (${n(c.statements, 1)} all-in against ${n(m?.statements, 1)} ` +
+        `marginal: the enqueue, the root's first advance and \`wait\`'s two reads are shared by only 20 steps)`,
+      ...(pairs > 0
+        ? [`no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`]
+        : []),
     ];
     out.push(
-      `Already done (issue 7, item 1): the claim folded into the advance that made the node runnable, the next leaf run on the same worker, the completion and the parent's advance in one statement. What would remove more: ${remove.join('; ')}.`,
+      `Already done (issue 7, item 1): each hot statement is a named prepared statement, compiled once (no query ` +
+        `assembly per step); a job's claim is one statement; the next leaf is claimed by the advance that made it ` +
+        `runnable and runs on the same worker; a custom leaf's last event, its completion and the parent's advance ` +
+        `are one statement and one commit (docs/semantics-additions.md H); the root's last step ends the invocation in ` +
+        `that statement too. What would remove more: ${remove.join('; ')}.`,
     );
   }
   const p2 = local?.profileW2;
@@ -78,20 +80,26 @@ export function analysis(report: BenchReport): string {
       `**W2** ${bound} (main thread busy ${n(busy, 0)}% in a profiled run on PostgreSQL + in-process queue): ` +
         `drizzle-orm building queries takes ${n(drizzle, 0)}% of the wall time, the pg driver ${n(driver, 0)}%, ` +
         `socket writes (one per statement; loopback TCP runs in the writer's system call) ${n(socket, 0)}%, GC ` +
-        `${n(gc, 0)}%; agentloom's own code is small. Fewer statements per step, and named prepared statements or ` +
-        `hand-written SQL on the hot path (drizzle kept for the schema and cold paths), remove most of it.`,
+        `${n(gc, 0)}%; agentloom's own code is small. PostgreSQL shares the same two cores. Each statement costs ` +
+        `a system call to write and a wake-up to read, so what is left is the statements per invocation (enqueue, ` +
+        `first advance, \`wait\`'s reads) beside those per step, and the driver's per-row work.`,
     );
   }
   const w3 = best(report, PG_MODES, 'w3');
   const c3 = w3 ? counts(report, w3.name, 'w3') : undefined;
+  const floor3 = figure(report, 'floor-bullmq-upsert', 'w3');
   if (w3 && c3) {
     out.push(
-      `**W3** (${n(w3.figure.median, 0)} ms, of which 200 ms is the leaves' sleep): 51 leaf steps of ` +
-        `${n(c3.statements, 1)} statements and ${n(c3.writeTransactions)} write transactions each; by design ` +
-        `(ARCHITECTURE.md "Parent wake-up") every finished child advances the parent under \`FOR UPDATE\`, so 50 ` +
-        `children finishing together queue on one row, each behind a durable commit, and each advance of a parallel ` +
-        `parent reads its branches. Batching the parent's advance (one per batch of finished children) and keeping ` +
-        `branch outcomes in the parent's checkpoint would bring it toward 200 ms plus one step.`,
+      `**W3** (${n(w3.figure.median, 0)} ms, of which 200 ms is the leaves' sleep; the design floor took ` +
+        `${n(floor3?.median, 0)} ms in this run): 51 leaf steps of ${n(c3.statements, 1)} statements and ` +
+        `${n(c3.writeTransactions)} write transactions each. Branches no longer queue on the parent's row one by one: ` +
+        `a branch's end records its status in the parent's checkpoint without reading its siblings, the jobs of the ` +
+        `fan-out are claimed in one statement, and branches of one parent that end together are written in one ` +
+        `statement (group commit in the worker). What remains is two chains of round trips around the sleep: before ` +
+        `it, the enqueue, the root's advance, the parallel's advance and the batched claim; after it, the batched ` +
+        `ends, the parent's wake-up, its join (a transaction that reads every branch and advances the root) and the ` +
+        `join leaf. Advancing a new workflow child in the statement that creates it, and joining in the statement ` +
+        `that ends the last branch, would remove most of both.`,
     );
   }
   const pgq = counts(report, 'agentloom-pg-pgqueue-1', 'w1');
@@ -109,8 +117,9 @@ export function analysis(report: BenchReport): string {
   if (lite && localW1) {
     out.push(
       `**Embedded PGlite** (${n(lite.median)} ms per step vs ${n(localW1.median)} on PostgreSQL with the same ` +
-        `in-process queue): the same statements run one at a time on PGlite's single connection, inside the WASM ` +
-        `engine on the same thread, so each statement's cost adds up directly; fewer statements per step is the lever.`,
+        `in-process queue): the hot statements are prepared once per PGlite instance through its wire-protocol ` +
+        `entry point, so each step is one Bind/Execute exchange; what is left is the statement's execution in the ` +
+        `WebAssembly engine and its page writes through the emulated file system, on the same thread as the engine.`,
     );
   }
   return out.map((line) => `- ${line}`).join('\n');
