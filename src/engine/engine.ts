@@ -16,7 +16,13 @@ import { Gemini } from '../models/gemini.js';
 import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { appendEventTx, listEvents, prepareEvent } from '../store/events.js';
 import { getInvocation, insertInvocationTx, type InvocationRow } from '../store/invocations.js';
-import { insertNodeTx, invocationNodes, reconcileNodes, type NodeJobRef } from '../store/nodes.js';
+import {
+  insertNodeTx,
+  invocationNodes,
+  reconcileNodes,
+  type NodeJobRef,
+  type NodeRow,
+} from '../store/nodes.js';
 import { createSessionTx, getSession } from '../store/sessions.js';
 import { applyToState, assertPlainObject, touches } from '../store/state.js';
 import { eventInsertOf, insertInvocationInNewSession } from '../store/steps.js';
@@ -26,7 +32,8 @@ import type { Tool } from '../tools/tool.js';
 import { cancelTx, retryTx } from './control.js';
 import type { AppDefinition, RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
-import { nodeKind, Scheduler } from './scheduler.js';
+import { nodeKind, Scheduler, type JobHint } from './scheduler.js';
+import { WorkflowAgent } from '../agents/workflow.js';
 import { followEvents, waitForSettled } from './follow.js';
 import { agentToContinue, type StartAt } from './start-agent.js';
 import {
@@ -447,7 +454,54 @@ export class Engine {
       event: eventInsertOf(prepared.row),
       root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
     });
-    await this.wake([{ invocationId, path: app.root.name, wake }], app.definitionHash);
+    const now = new Date();
+    const inv: InvocationRow = {
+      id: invocationId,
+      app: app.name,
+      sessionId,
+      userId: input.userId,
+      rootAgent: app.root.name,
+      definitionHash: app.definitionHash,
+      status: 'queued',
+      input: content as unknown as Record<string, unknown>,
+      output: null,
+      escalated: false,
+      error: null,
+      tempState: {},
+      llmCalls: 0,
+      maxLlmCalls,
+      idempotencyKey: null,
+      createdBy: input.createdBy ?? null,
+      createdAt: now,
+      updatedAt: now,
+      endedAt: null,
+    };
+    const root: NodeRow = {
+      invocationId,
+      path: app.root.name,
+      parentPath: null,
+      agent: app.root.name,
+      kind: nodeKind(app.root),
+      branch: null,
+      status: 'pending',
+      checkpoint: {},
+      escalated: false,
+      output: null,
+      error: null,
+      attempt: 0,
+      wake,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      createdAt: now,
+      updatedAt: now,
+    };
+    // A workflow root's job starts from the row just written (no first read); see StepJob.hint.
+    const hint: JobHint | undefined =
+      app.root instanceof WorkflowAgent ? { inv, agent: app.root.name, node: root } : undefined;
+    await this.wake(
+      [{ invocationId, path: app.root.name, wake, ...(hint ? { hint } : {}) }],
+      app.definitionHash,
+    );
     return { invocationId, sessionId, status: 'queued' };
   }
 

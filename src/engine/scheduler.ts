@@ -123,6 +123,18 @@ interface Known {
   parent?: ParentInfo;
 }
 
+/**
+ * A job's hint (StepJob.hint) from this process: the invocation and the workflow node it just created or made
+ * runnable (the node as written, when known), so the job advances it without reading it first.
+ */
+export interface JobHint {
+  inv: InvocationRow;
+  agent: string;
+  node?: NodeRow;
+}
+
+const WORKFLOW_KINDS: ReadonlySet<string> = new Set(['sequential', 'parallel', 'loop']);
+
 /** A branch's end as the batcher receives it. */
 type BranchEndRequest = BranchEnd & { invocationId: string; sessionId: string; parentPath: string };
 
@@ -241,6 +253,13 @@ export class Scheduler {
     if (this.committedHere.take(jobId(job))) return;
     const app = job.definition === undefined ? undefined : this.appForHash(job.definition);
     if (!app) return this.handleUntagged(job);
+    // A workflow node this process just created or made runnable: advanced without a first read (its writes are
+    // guarded, so a stale hint only costs the normal path).
+    const hint = job.hint as JobHint | undefined;
+    if (hint && hint.inv.id === job.invocationId && hint.inv.definitionHash === app.definitionHash) {
+      const agent = app.agents.get(hint.agent);
+      if (agent instanceof WorkflowAgent) return this.advanceWorkflow(hint.inv, job.path, agent, hint.node);
+    }
     // One statement: the invocation, the node, and for a runnable leaf its claim and the state it sees.
     const step = this.track(job.invocationId, job.path);
     let claim: JobClaim | undefined;
@@ -992,7 +1011,9 @@ export class Scheduler {
     if (result === 'retry') return 'general';
     if (result.outcome === 'stale') return 'general';
     if (result.outcome === 'fenced') return undefined;
-    return result.join ? [{ invocationId: inv.id, ...result.join }] : [];
+    // The join: the parent's row changed under this batch, so the hint carries no node (the join reads it locked).
+    const hint: JobHint = { inv, agent: parent.agent };
+    return result.join ? [{ invocationId: inv.id, ...result.join, hint }] : [];
   }
 
   /**
@@ -1133,7 +1154,14 @@ export class Scheduler {
     }
     return result.created
       .filter((c) => !c.claimed)
-      .map((c) => ({ invocationId: inv.id, path: c.path, wake: c.wake }));
+      .map((c) => ({
+        invocationId: inv.id,
+        path: c.path,
+        wake: c.wake,
+        ...(WORKFLOW_KINDS.has(c.node.kind)
+          ? { hint: { inv, agent: c.node.agent, node: c.node } satisfies JobHint }
+          : {}),
+      }));
   }
 
   /** A paused AgentTool / transfer child that is no longer paused (answered meanwhile). */

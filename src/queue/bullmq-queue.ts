@@ -130,7 +130,14 @@ export class BullmqQueue implements StepQueue {
     await queue.addBulk(
       jobs.map((job) => ({
         name: JOB_NAME,
-        data: job,
+        // Only the job's identity crosses the process boundary (an in-process hint does not).
+        data: {
+          invocationId: job.invocationId,
+          path: job.path,
+          wake: job.wake,
+          ...(job.redelivery === undefined ? {} : { redelivery: job.redelivery }),
+          ...(job.definition === undefined ? {} : { definition: job.definition }),
+        },
         opts: {
           jobId: jobId(job),
           attempts: 1,

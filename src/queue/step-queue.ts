@@ -17,6 +17,12 @@ export interface StepJob {
    * that definition (during a rolling deploy, old and new workers each take only their own runs).
    */
   definition?: string;
+  /**
+   * What the process that enqueued the job already knew of its node (a workflow node it just created), so the
+   * handler need not read it again. Kept only by the in-process queue: never serialized, never trusted beyond
+   * a guarded write (a stale hint only costs the normal path).
+   */
+  hint?: object;
 }
 
 /** The schema of a job payload read back from a queue (data crossing a process boundary is validated). */

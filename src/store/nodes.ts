@@ -10,6 +10,8 @@ export interface NodeJobRef {
   invocationId: string;
   path: string;
   wake: number;
+  /** What this process knows of the node (see StepJob.hint). */
+  hint?: object;
 }
 
 const key = (invocationId: string, path: string) =>

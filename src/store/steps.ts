@@ -343,7 +343,7 @@ export interface ChildInsert {
 /** What {@link advanceNodeTx} wrote. */
 export interface AdvanceResult {
   /** Children created (those that did not exist), with their wake numbers; `claimed` marks the continuation. */
-  created: { path: string; wake: number; claimed: boolean }[];
+  created: { path: string; wake: number; claimed: boolean; node: NodeRow }[];
   /** Seq and time of each inserted event, in order. */
   events: { seq: number; createdAt: Date }[];
   /** The continuation child as claimed, and the state it sees. */
@@ -464,7 +464,7 @@ function advanceResult(input: AdvanceInput, row: AdvanceRow | undefined): Advanc
   const created = (row?.created ?? []).map(nodeFromJson);
   const continuationNode = claimPath === undefined ? undefined : created.find((c) => c.path === claimPath);
   return {
-    created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.path === claimPath })),
+    created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.path === claimPath, node: c })),
     events: (row?.events ?? []).map((e) => ({ seq: Number(e.seq), createdAt: toDate(e.created_at) })),
     ...(continuationNode
       ? { continuation: { node: continuationNode, state: stateFromJson(row?.scopes) } }
