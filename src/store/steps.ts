@@ -449,7 +449,13 @@ function advanceSql(guard: SQL) {
         on conflict do nothing
         returning *
       ),
-      inv as (select session_id, temp_state from invocations where id = ${P('id')} and ${claimPath} is not null)`;
+      inv as (select session_id, temp_state from invocations where id = ${P('id')} and ${claimPath} is not null),
+      started as (
+        -- A queued invocation's first advance starts it (its first leaf may be claimed right here).
+        update invocations set status = 'running', updated_at = now()
+        where id = ${P('id')} and status = 'queued' and ${guard}
+        returning pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+      )`;
   const columns = sql`(select json_agg(row_to_json(ins)) from ins) as created,
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
         case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
