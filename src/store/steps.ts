@@ -486,6 +486,35 @@ export type CompleteAndAdvance =
   /** The parent is not as expected (advanced or ended meanwhile): nothing written; take the general path. */
   | { outcome: 'stale' };
 
+/**
+ * The CTE `settled`: the leaf ends (status, output, error; lease released) only under its fence (this attempt,
+ * still running) and only if the CTE `p` found the parent as expected. Values: {@link leafValues}.
+ */
+const SETTLE_LEAF = sql`settled as (
+        update nodes set status = ${P('leafStatus')}, escalated = ${P('leafEscalated')},
+          output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
+          updated_at = now()
+        where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
+          and status = 'running' and exists (select 1 from p)
+        returning 1
+      )`;
+
+/** The values of {@link SETTLE_LEAF}'s placeholders. */
+function leafValues(leaf: {
+  path: string;
+  attempt: number;
+  fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
+}): Record<string, unknown> {
+  return {
+    leafPath: leaf.path,
+    leafAttempt: leaf.attempt,
+    leafStatus: leaf.fields.status,
+    leafEscalated: leaf.fields.escalated,
+    leafOutput: leaf.fields.output,
+    leafError: leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error),
+  };
+}
+
 const COMPLETE_AND_ADVANCE = new HotStatement(() => {
   const advance = advanceSql(sql`exists (select 1 from settled)`);
   return sql`with p as (
@@ -494,14 +523,7 @@ const COMPLETE_AND_ADVANCE = new HotStatement(() => {
           and checkpoint = ${P('expected')}::jsonb
         for update
       ),
-      settled as (
-        update nodes set status = ${P('leafStatus')}, escalated = ${P('leafEscalated')},
-          output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
-          updated_at = now()
-        where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
-          and status = 'running' and exists (select 1 from p)
-        returning 1
-      ),
+      ${SETTLE_LEAF},
       ${advance.ctes},
       fin as (
         update invocations set status = 'completed', output = ${P('finishOutput')},
@@ -543,12 +565,7 @@ export async function completeAndAdvance(
   >(db, {
     ...advanceValues(input.advance),
     expected: JSON.stringify(input.expectedCheckpoint),
-    leafPath: leaf.path,
-    leafAttempt: leaf.attempt,
-    leafStatus: leaf.fields.status,
-    leafEscalated: leaf.fields.escalated,
-    leafOutput: leaf.fields.output,
-    leafError: leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error),
+    ...leafValues(leaf),
     finish: finish !== undefined,
     finishOutput: finish?.output ?? null,
     finishEscalated: finish?.escalated ?? false,
@@ -602,14 +619,7 @@ const COMPLETE_BRANCH = new HotStatement(() => {
           and jsonb_typeof(checkpoint->'children') = 'object'
         for update
       ),
-      settled as (
-        update nodes set status = ${P('leafStatus')}, escalated = ${P('leafEscalated')},
-          output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
-          updated_at = now()
-        where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
-          and status = 'running' and exists (select 1 from p)
-        returning 1
-      ),
+      ${SETTLE_LEAF},
       upd as (
         update nodes n set checkpoint = ${recorded}, updated_at = now(),
           status = case when ${allSettled} then 'pending' else n.status end,
@@ -679,12 +689,7 @@ export async function completeBranch(
     sessionId: input.sessionId,
     parentPath: input.parentPath,
     childName: input.childName,
-    leafPath: leaf.path,
-    leafAttempt: leaf.attempt,
-    leafStatus: leaf.fields.status,
-    leafEscalated: leaf.fields.escalated,
-    leafOutput: leaf.fields.output,
-    leafError: leaf.fields.error === null ? null : JSON.stringify(leaf.fields.error),
+    ...leafValues(leaf),
     hasEvent: e !== undefined,
     eventId: e?.id ?? null,
     eventPath: e?.nodePath ?? null,

@@ -145,17 +145,17 @@ describe('completing a leaf and advancing its parent in one statement', () => {
     expect(await snapshot('inv_cancelled', sessionId)).toEqual(before);
   });
 
-  it("ends the invocation with the root's last step, in the same statement", async () => {
-    const sessionId = await setUp('inv_finish');
-    const result = await completeAndAdvance(store.db, {
+  /** The root sequence's last step by `attempt`: the root completes and, with it, the invocation. */
+  const lastStep = (id: string, sessionId: string, attempt: number) =>
+    completeAndAdvance(store.db, {
       leaf: {
         path: 'seq/a',
-        attempt: 1,
+        attempt,
         fields: { status: 'completed', escalated: false, output: 'A', error: null },
       },
       expectedCheckpoint: { completedSubAgents: 0 },
       advance: {
-        invocationId: 'inv_finish',
+        invocationId: id,
         sessionId,
         path: 'seq',
         update: {
@@ -170,6 +170,10 @@ describe('completing a leaf and advancing its parent in one statement', () => {
       },
       finish: { output: 'A', escalated: false },
     });
+
+  it("ends the invocation with the root's last step, in the same statement", async () => {
+    const sessionId = await setUp('inv_finish');
+    const result = await lastStep('inv_finish', sessionId, 1);
     expect(result.outcome).toBe('done');
     const inv = await getInvocation(store.db, 'inv_finish');
     expect(inv).toMatchObject({ status: 'completed', output: 'A', tempState: {} });
@@ -179,30 +183,7 @@ describe('completing a leaf and advancing its parent in one statement', () => {
 
   it('does not end the invocation when the leaf was superseded', async () => {
     const sessionId = await setUp('inv_finish_fenced');
-    const result = await completeAndAdvance(store.db, {
-      leaf: {
-        path: 'seq/a',
-        attempt: 2,
-        fields: { status: 'completed', escalated: false, output: 'A', error: null },
-      },
-      expectedCheckpoint: { completedSubAgents: 0 },
-      advance: {
-        invocationId: 'inv_finish_fenced',
-        sessionId,
-        path: 'seq',
-        update: {
-          status: 'completed',
-          checkpoint: { completedSubAgents: 1 },
-          escalated: false,
-          error: null,
-          output: 'A',
-        },
-        events: [],
-        children: [],
-      },
-      finish: { output: 'A', escalated: false },
-    });
-    expect(result).toEqual({ outcome: 'fenced' });
+    expect(await lastStep('inv_finish_fenced', sessionId, 2)).toEqual({ outcome: 'fenced' });
     expect((await getInvocation(store.db, 'inv_finish_fenced'))?.status).toBe('running');
   });
 });
