@@ -64,7 +64,6 @@ import {
   type ClaimRequest,
   type JobClaim,
   completeAndAdvance,
-  completeBranch,
   completeBranches,
   type BranchEnd,
   type CompleteBranch,
@@ -211,13 +210,12 @@ export class Scheduler {
    */
   private readonly branchEnds = new Batcher<string, BranchEndRequest, CompleteBranch | 'retry'>(
     async (_, requests) => {
-      const [first] = requests;
-      if (requests.length === 1 && first) return [await completeBranch(this.deps.store.db, first)];
+      const { invocationId, sessionId, parentPath } = requests[0] as BranchEndRequest;
       try {
         return await completeBranches(this.deps.store.db, {
-          invocationId: (first as BranchEndRequest).invocationId,
-          sessionId: (first as BranchEndRequest).sessionId,
-          parentPath: (first as BranchEndRequest).parentPath,
+          invocationId,
+          sessionId,
+          parentPath,
           branches: requests,
         });
       } catch (err) {

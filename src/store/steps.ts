@@ -608,45 +608,6 @@ export async function advanceIfUnchanged(
 /** Statuses after which a child never runs again by itself (a parallel join waits for all its branches to reach one). */
 const SETTLED_SQL = sql`('completed', 'paused', 'failed', 'cancelled')`;
 
-const COMPLETE_BRANCH = new HotStatement(() => {
-  // Computed from the row the UPDATE locked (its newest version), never from the statement's snapshot: a
-  // sibling's record committed meanwhile is kept.
-  const recorded = sql`jsonb_set(n.checkpoint, array['children', ${P('childName')}::text], to_jsonb(${P('leafStatus')}::text))`;
-  const allSettled = sql`not exists (select 1 from jsonb_each_text(${recorded}->'children') c where c.value not in ${SETTLED_SQL})`;
-  return sql`with p as (
-        select 1 from nodes
-        where invocation_id = ${P('id')} and path = ${P('parentPath')} and status = 'running'
-          and jsonb_typeof(checkpoint->'children') = 'object'
-        for update
-      ),
-      ${SETTLE_LEAF},
-      upd as (
-        update nodes n set checkpoint = ${recorded}, updated_at = now(),
-          status = case when ${allSettled} then 'pending' else n.status end,
-          wake = case when ${allSettled} then n.wake + 1 else n.wake end
-        where n.invocation_id = ${P('id')} and n.path = ${P('parentPath')} and exists (select 1 from settled)
-        returning case when n.status = 'pending' then n.wake end as wake
-      ),
-      seqs as (
-        update sessions set last_seq = last_seq + 1, updated_at = now()
-        where id = ${P('sessionId')} and ${P('hasEvent')}::boolean and exists (select 1 from settled)
-        returning last_seq
-      ),
-      ev as (
-        insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
-                            long_running_tool_ids, error_code, error_message)
-        select ${P('sessionId')}, s.last_seq, ${P('eventId')}, ${P('id')}, ${P('eventPath')}, ${P('eventAuthor')},
-               ${P('eventBranch')}, ${P('eventContent')}::jsonb, ${P('eventActions')}::jsonb,
-               ${P('eventLongRunning')}::jsonb, ${P('eventErrorCode')}, ${P('eventErrorMessage')}
-        from seqs s
-        returning seq
-      )
-      select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
-        (select wake from upd) as wake,
-        (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
-          'seq', ev.seq, 'invocationId', ${P('id')}::text)::text) from ev) as notified`;
-});
-
 /** What {@link completeBranch} did. */
 export type CompleteBranch =
   /** Settled and recorded; `join` is the parent's wake-up when this was the last branch to settle. */
@@ -679,32 +640,9 @@ export async function completeBranch(
     };
   },
 ): Promise<CompleteBranch> {
-  const { leaf, event: e } = input;
-  const [row] = await COMPLETE_BRANCH.run<{
-    parent_ok: string | number;
-    settled: string | number;
-    wake: string | number | null;
-  }>(db, {
-    id: input.invocationId,
-    sessionId: input.sessionId,
-    parentPath: input.parentPath,
-    childName: input.childName,
-    ...leafValues(leaf),
-    hasEvent: e !== undefined,
-    eventId: e?.id ?? null,
-    eventPath: e?.nodePath ?? null,
-    eventAuthor: e?.author ?? null,
-    eventBranch: e?.branch ?? null,
-    eventContent: jsonOrNull(e?.content),
-    eventActions: jsonOrNull(e?.actions),
-    eventLongRunning: jsonOrNull(e?.longRunningToolIds),
-    eventErrorCode: e?.errorCode ?? null,
-    eventErrorMessage: e?.errorMessage ?? null,
-  });
-  if (Number(row?.parent_ok ?? 0) === 0) return { outcome: 'stale' };
-  if (Number(row?.settled ?? 0) === 0) return { outcome: 'fenced' };
-  if (row?.wake === null || row?.wake === undefined) return { outcome: 'done' };
-  return { outcome: 'done', join: { path: input.parentPath, wake: Number(row.wake) } };
+  const { invocationId, sessionId, parentPath, ...branch } = input;
+  const [result] = await completeBranches(db, { invocationId, sessionId, parentPath, branches: [branch] });
+  return result as CompleteBranch;
 }
 
 /** One branch's end in {@link completeBranches}. */
