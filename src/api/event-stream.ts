@@ -78,9 +78,7 @@ function message(event: Event): string {
 async function waitForChange(o: EventStreamOptions, afterSeq: number, signal: AbortSignal): Promise<void> {
   let wake: () => void = () => undefined;
   const woken = new Promise<void>((resolve) => (wake = resolve));
-  const unsubscribe = await o.engine.store.onEvent((n) => {
-    if (n.sessionId === o.sessionId) wake();
-  }, wake);
+  const unsubscribe = await o.engine.store.followSession(o.sessionId, wake, wake);
   const unlisten = await o.engine.store.listen(
     INVOCATIONS_CHANNEL,
     (payload) => {

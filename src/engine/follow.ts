@@ -112,10 +112,9 @@ export async function* followEvents(options: FollowOptions): AsyncGenerator<Even
   const signal = new WakeSignal();
   // A reconnect of the LISTEN connection re-reads too: events stored meanwhile were not notified.
   const unsubscribe = options.follow
-    ? await store.onEvent(
-        (n) => {
-          if (n.sessionId === options.sessionId) signal.notify();
-        },
+    ? await store.followSession(
+        options.sessionId,
+        () => signal.notify(),
         () => signal.notify(),
       )
     : () => undefined;

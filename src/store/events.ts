@@ -33,6 +33,13 @@ export interface AppendEventInput {
   fence?: { path: string; attempt: number };
 }
 
+/**
+ * Whether an append's NOTIFY is sent: some process follows the session (see `sessions.followed_until`). Read in
+ * the RETURNING of the statement that bumps the session's seq, so from the row version that statement locked.
+ */
+export const FOLLOWED = sql`coalesce(followed_until > now(), false) as followed`;
+const FOLLOWED_COLUMN = sql<boolean>`coalesce(${sessions.followedUntil} > now(), false)`;
+
 /** The payload of an {@link EVENTS_CHANNEL} notification. */
 export interface EventNotice {
   sessionId: string;
@@ -142,7 +149,13 @@ async function appendPrepared(tx: Db, input: AppendEventInput, prepared: Prepare
     .update(sessions)
     .set({ lastSeq: sql`${sessions.lastSeq} + 1`, updatedAt: sql`now()` })
     .where(eq(sessions.id, input.sessionId))
-    .returning({ seq: sessions.lastSeq, state: sessions.state, app: sessions.app, userId: sessions.userId });
+    .returning({
+      seq: sessions.lastSeq,
+      state: sessions.state,
+      app: sessions.app,
+      userId: sessions.userId,
+      followed: FOLLOWED_COLUMN,
+    });
   if (!session) throw sessionNotFound(input.sessionId);
   if (touches(delta, appends, 'session')) {
     await tx
@@ -166,7 +179,7 @@ async function appendPrepared(tx: Db, input: AppendEventInput, prepared: Prepare
     seq: session.seq,
     invocationId: row.invocationId ?? null,
   };
-  await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
+  if (session.followed) await tx.execute(sql`select pg_notify(${EVENTS_CHANNEL}, ${JSON.stringify(notice)})`);
   return toStoredEvent(row, session.seq, inserted?.createdAt ?? new Date());
 }
 
@@ -226,7 +239,8 @@ function insertEventSql(fenceCte: SQL): SQL {
   return sql`with fence as (${fenceCte}),
         s as (
           update ${sessions} set last_seq = last_seq + 1, updated_at = now()
-          where id = ${P('sessionId')} and exists (select 1 from fence) returning last_seq
+          where id = ${P('sessionId')} and exists (select 1 from fence)
+          returning last_seq, ${FOLLOWED}
         ), ins as (
           insert into ${events} (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
                                  long_running_tool_ids, error_code, error_message)
@@ -237,7 +251,7 @@ function insertEventSql(fenceCte: SQL): SQL {
           returning seq, created_at
         )
         select (select count(*) from fence) as fenced, ins.seq, ins.created_at,
-               case when ins.seq is not null then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+               case when (select followed from s) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
                  'sessionId', ${P('sessionId')}::text, 'seq', ins.seq, 'invocationId', ${P('invocationId')}::text)::text) end
         from (select 1) as one left join ins on true`;
 }

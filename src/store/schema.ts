@@ -36,6 +36,13 @@ export const sessions = pgTable(
     state: jsonb('state').$type<Json>().notNull().default({}),
     /** The seq of the newest event; bumped under the row lock, which orders concurrent appends. */
     lastSeq: bigint('last_seq', { mode: 'number' }).notNull().default(0),
+    /**
+     * Until when some process follows this session's events (renewed while it does). An event's NOTIFY is sent
+     * only before then: NOTIFY serialises committing transactions database-wide, so an unfollowed session's steps
+     * send none. Read from the row its append locks, so a follower registered before the append is notified, and
+     * an append that took the lock first is committed before the registration (and read by the follower).
+     */
+    followedUntil: timestamp('followed_until', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },

@@ -191,3 +191,21 @@ export async function lastAuthorAmong(
     .limit(1);
   return row?.author;
 }
+
+/** How long a follower's registration on a session lasts unless renewed (see `sessions.followed_until`). */
+export const FOLLOW_TTL_MS = 120_000;
+
+/**
+ * Marks sessions as followed for {@link FOLLOW_TTL_MS} from now: their events are NOTIFYed until then. The
+ * UPDATE takes each session's row lock, as every append does: an append that locked the row first has committed
+ * before this returns (a read after it sees the event), and one that locks it after sees the mark.
+ */
+export async function markFollowed(db: Db, sessionIds: readonly string[]): Promise<void> {
+  if (sessionIds.length === 0) return;
+  await db
+    .update(sessions)
+    .set({
+      followedUntil: sql`greatest(${sessions.followedUntil}, now() + make_interval(secs => ${FOLLOW_TTL_MS / 1000}))`,
+    })
+    .where(inArray(sessions.id, [...sessionIds]));
+}

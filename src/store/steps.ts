@@ -7,7 +7,7 @@
  */
 import { sql, type SQL } from 'drizzle-orm';
 import { HotStatement, queryPrepared, type Db } from './database.js';
-import { EVENTS_CHANNEL, type EventRow } from './events.js';
+import { EVENTS_CHANNEL, FOLLOWED, type EventRow } from './events.js';
 import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
 import type { NodeRow } from './nodes.js';
 import { mergeScopes } from './state.js';
@@ -425,7 +425,7 @@ function advanceSql(guard: SQL) {
       seqs as (
         update sessions set last_seq = last_seq + ${n}, updated_at = now()
         where id = ${P('sessionId')} and ${n} > 0 and ${guard}
-        returning last_seq
+        returning last_seq, ${FOLLOWED}
       ),
       ev as (
         insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
@@ -460,7 +460,7 @@ function advanceSql(guard: SQL) {
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
         case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
         (select count(*) from upd) as updated,
-        case when exists (select 1 from seqs) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
+        case when (select followed from seqs) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
           'sessionId', ${P('sessionId')}::text, 'seq', (select last_seq from seqs), 'invocationId', ${P('id')}::text)::text) end as notified`;
   return { ctes, columns };
 }
@@ -695,7 +695,7 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
       seqs as (
         update sessions set last_seq = last_seq + (select count(*) from evs), updated_at = now()
         where id = ${P('sessionId')} and exists (select 1 from evs)
-        returning last_seq
+        returning last_seq, ${FOLLOWED}
       ),
       ev as (
         insert into events (session_id, seq, id, invocation_id, node_path, author, branch, content, actions,
@@ -709,7 +709,8 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
       select (select count(*) from p) as parent_ok, (select json_agg(ord) from settled) as settled,
         (select wake from upd) as wake,
         (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
-          'seq', max(ev.seq), 'invocationId', ${P('id')}::text)::text) from ev having count(*) > 0) as notified`;
+          'seq', max(ev.seq), 'invocationId', ${P('id')}::text)::text) from ev
+          having count(*) > 0 and (select followed from seqs)) as notified`;
 });
 
 /**
@@ -782,7 +783,8 @@ export interface NewSessionInvocation {
 
 /**
  * An invocation in a new session, in one statement: the session (its first seq taken), the invocation (`queued`),
- * the user event as seq 1 with its NOTIFY, and the root node (`pending`, wake 1). Returns the root's wake number.
+ * the user event as seq 1, and the root node (`pending`, wake 1). Returns the root's wake number. No NOTIFY: no one
+ * can follow a session before it exists (see `sessions.followed_until`).
  * An existing session, an idempotency key or state beyond the session's take the transactional path.
  */
 export async function insertInvocationInNewSession(db: Db, input: NewSessionInvocation): Promise<number> {
@@ -817,9 +819,7 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
         from i
         returning wake
       )
-      select (select wake from n) as wake,
-        pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${input.sessionId}::text, 'seq', 1,
-          'invocationId', ${inv.id}::text)::text) as notified`,
+      select (select wake from n) as wake`,
   );
   return Number(row?.wake ?? 1);
 }

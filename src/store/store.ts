@@ -24,6 +24,8 @@ import {
   createSessionTx,
   getSession,
   listSessions,
+  markFollowed,
+  FOLLOW_TTL_MS,
   readInvocationState,
   type CreateSessionInput,
   type ListSessionsOptions,
@@ -44,6 +46,9 @@ export class Store {
   private unlisten: (() => Promise<void>) | undefined;
   private listening: Promise<void> | undefined;
   private readonly histories = new SessionHistoryCache();
+  /** Sessions followed in this process, with how many followers each. */
+  private readonly followed = new Map<string, number>();
+  private renewal: NodeJS.Timeout | undefined;
 
   private constructor(readonly database: Database) {
     this.notices.setMaxListeners(0);
@@ -102,12 +107,18 @@ export class Store {
   }
 
   /**
-   * Calls `onNotice` for every event stored from now on (by any process). Resolves once the LISTEN is active,
-   * so an event committed after this resolves is never missed while the LISTEN connection stays up. When it was
+   * Follows session `sessionId`: calls `onNotice` for every event of it stored from now on (by any process).
+   * Resolves once the LISTEN is active and the session is marked followed (events of an unfollowed session are not
+   * NOTIFYed, see `sessions.followed_until`), so an event committed after this resolves is never missed while the
+   * LISTEN connection stays up, and one committed before is visible to a read after it. When the connection was
    * lost and restored, `onReconnect` is called instead of the notices sent meanwhile: re-read from the store.
-   * Returns the unsubscribe function.
+   * The mark is renewed while anyone in this process follows the session. Returns the unsubscribe function.
    */
-  async onEvent(onNotice: (notice: EventNotice) => void, onReconnect?: () => void): Promise<() => void> {
+  async followSession(
+    sessionId: string,
+    onNotice: (notice: EventNotice) => void,
+    onReconnect?: () => void,
+  ): Promise<() => void> {
     this.listening ??= this.database
       .listen(
         EVENTS_CHANNEL,
@@ -124,12 +135,35 @@ export class Store {
         this.unlisten = unlisten;
       });
     await this.listening;
-    this.notices.on('event', onNotice);
-    if (onReconnect) this.notices.on('reconnect', onReconnect);
-    return () => {
-      this.notices.off('event', onNotice);
-      if (onReconnect) this.notices.off('reconnect', onReconnect);
+    const handler = (notice: EventNotice) => {
+      if (notice.sessionId === sessionId) onNotice(notice);
     };
+    this.notices.on('event', handler);
+    if (onReconnect) this.notices.on('reconnect', onReconnect);
+    this.followed.set(sessionId, (this.followed.get(sessionId) ?? 0) + 1);
+    const unsubscribe = () => {
+      this.notices.off('event', handler);
+      if (onReconnect) this.notices.off('reconnect', onReconnect);
+      const left = (this.followed.get(sessionId) ?? 1) - 1;
+      if (left > 0) this.followed.set(sessionId, left);
+      else this.followed.delete(sessionId);
+      if (this.followed.size === 0) {
+        clearInterval(this.renewal);
+        this.renewal = undefined;
+      }
+    };
+    try {
+      await markFollowed(this.db, [sessionId]);
+    } catch (err) {
+      unsubscribe();
+      throw err;
+    }
+    // Renewed well before it lapses. A failed renewal is retried at the next tick; meanwhile followers still
+    // re-read on their own schedule (and on any other notice).
+    this.renewal ??= setInterval(() => {
+      markFollowed(this.db, [...this.followed.keys()]).catch(() => undefined);
+    }, FOLLOW_TTL_MS / 4).unref();
+    return unsubscribe;
   }
 
   /**
@@ -145,6 +179,7 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.renewal);
     this.notices.removeAllListeners();
     await this.unlisten?.().catch(() => undefined);
     await this.database.close();

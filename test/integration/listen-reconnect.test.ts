@@ -93,16 +93,18 @@ describe('LISTEN across a PostgreSQL restart', () => {
     }
   });
 
-  it('wakes event followers after a restart (onEvent reconnect hook)', async () => {
-    const store = await Store.open(server.url, { migrate: false });
+  it('wakes event followers after a restart (followSession reconnect hook)', async () => {
+    const store = await Store.open(server.url);
     try {
       let reconnects = 0;
-      await store.onEvent(
+      const session = await store.createSession({ app: 'reconnect', userId: 'ann' });
+      await store.followSession(
+        session.id,
         () => undefined,
         () => reconnects++,
       );
       await restart();
-      await waitFor(() => reconnects === 1, { timeoutMs: 15_000, what: 'the onEvent reconnect hook' });
+      await waitFor(() => reconnects === 1, { timeoutMs: 15_000, what: 'the followSession reconnect hook' });
     } finally {
       await store.close();
     }

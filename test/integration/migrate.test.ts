@@ -55,7 +55,11 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         sql`select count(*)::int as n from information_schema.tables where table_schema = 'public'`,
       );
       expect(before[0]?.n).toBe(0);
-      expect(await migrate(database)).toEqual(['0000_init', '0001_invocations_list_idx']);
+      expect(await migrate(database)).toEqual([
+        '0000_init',
+        '0001_invocations_list_idx',
+        '0002_sessions_followed_until',
+      ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
         database.db,

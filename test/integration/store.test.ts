@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
 import { queryRows } from '../../src/store/database.js';
+import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/events.js';
 import { schema, Store } from '../../src/store/index.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -213,11 +214,9 @@ describe.each(backends)('store on $name', (backend) => {
     const seen: number[] = [];
     let wake: () => void = () => undefined;
     const woken = new Promise<void>((resolve) => (wake = resolve));
-    const unsubscribe = await store.onEvent((notice) => {
-      if (notice.sessionId === session.id) {
-        seen.push(notice.seq);
-        wake();
-      }
+    const unsubscribe = await store.followSession(session.id, (notice) => {
+      seen.push(notice.seq);
+      wake();
     });
     // Appended through the other handle (another connection on PostgreSQL).
     await other.appendEvent({
@@ -229,6 +228,57 @@ describe.each(backends)('store on $name', (backend) => {
     expect(seen).toEqual([1]);
     const [event] = await store.listEvents(session.id, { afterSeq: 0 });
     expect(event?.content?.parts[0]?.text).toBe('hello');
+  });
+
+  it('sends no NOTIFY for a session nobody follows, and does once it is followed', async () => {
+    const session = await store.createSession({ app: 'unfollowed', userId: 'ann' });
+    const notices: EventNotice[] = [];
+    const markers: string[] = [];
+    let marked: () => void = () => undefined;
+    const unlistenEvents = await store.listen(EVENTS_CHANNEL, (p) =>
+      notices.push(JSON.parse(p) as EventNotice),
+    );
+    const unlistenMarker = await store.listen('agentloom_test_marker', (p) => {
+      markers.push(p);
+      marked();
+    });
+    try {
+      const append = (text: string, state = false) =>
+        other.appendEvent({
+          sessionId: session.id,
+          event: {
+            author: 'agent',
+            content: { role: 'model', parts: [{ text }] },
+            // A state change takes the transactional append; a plain event the one-statement append.
+            ...(state ? { actions: { stateDelta: { k: text } } } : {}),
+          },
+        });
+      await append('unseen');
+      await append('unseen too', true);
+      // Notifications reach a listener in commit order: once the marker (committed after both appends) is here,
+      // any notice of theirs would be too.
+      const marker = new Promise<void>((resolve) => (marked = resolve));
+      await queryRows(other.db, sql`select pg_notify('agentloom_test_marker', 'after')`);
+      await marker;
+      expect(markers).toEqual(['after']);
+      expect(notices.filter((n) => n.sessionId === session.id)).toEqual([]);
+
+      const seen: number[] = [];
+      let woken: () => void = () => undefined;
+      const both = new Promise<void>((resolve) => (woken = resolve));
+      const unfollow = await store.followSession(session.id, (notice) => {
+        seen.push(notice.seq);
+        if (seen.length === 2) woken();
+      });
+      await append('seen');
+      await append('seen too', true);
+      await both;
+      unfollow();
+      expect(seen).toEqual([3, 4]);
+    } finally {
+      await unlistenEvents();
+      await unlistenMarker();
+    }
   });
 
   it('rejects bad input with AgentloomError and writes nothing', async () => {

@@ -1,0 +1,1 @@
+ALTER TABLE "sessions" ADD COLUMN "followed_until" timestamp with time zone;
