@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { BaseAgent } from '../agents/base-agent.js';
 import { NodeSuspended, type LeafOutcome } from '../agents/context.js';
 import { ParallelAgent } from '../agents/parallel-agent.js';
-import { Batcher } from './batcher.js';
+import { Batcher } from '../core/batcher.js';
 import {
   SETTLED,
   WorkflowAgent,

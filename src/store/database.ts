@@ -11,6 +11,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
+import { Batcher } from '../core/batcher.js';
 import { AgentloomError } from '../core/errors.js';
 import { PgListener } from './pg-listener.js';
 import { createResilientPool } from './pg-pool.js';
@@ -121,14 +122,31 @@ const preparedNames = new Map<string, string>();
  * (every value a parameter), or each distinct text would be prepared anew; after {@link MAX_PREPARED} distinct
  * texts the rest run unnamed.
  */
-export async function queryPrepared<T>(db: Db, query: SQL): Promise<T[]> {
+export async function queryPrepared<T>(
+  db: Db,
+  query: SQL,
+  options: { batched?: boolean } = {},
+): Promise<T[]> {
   const dialect = (db as unknown as { dialect: PgDialect }).dialect;
   const { sql: text, params } = dialect.sqlToQuery(query);
-  return runText<T>(db, text, params);
+  return runText<T>(db, text, params, options.batched ?? false);
 }
 
-async function runText<T>(db: Db, text: string, values: unknown[]): Promise<T[]> {
+async function runText<T>(db: Db, text: string, values: unknown[], batched = false): Promise<T[]> {
   const client = (db as unknown as { session?: { client?: unknown } }).session?.client;
+  if (batched && client instanceof pg.Pool) {
+    let batcher = poolBatchers.get(client);
+    if (!batcher) {
+      batcher = new Batcher((pool: pg.Pool, requests: TextRequest[]) => runBatch(pool, requests), {
+        concurrency: BATCH_CONCURRENCY,
+        maxBatch: MAX_BATCH,
+      });
+      poolBatchers.set(client, batcher);
+    }
+    const outcome = await batcher.submit(client, { text, values });
+    if ('error' in outcome) throw outcome.error;
+    return outcome.rows as T[];
+  }
   if (client instanceof pg.Pool || client instanceof pg.Client) {
     let name = preparedNames.get(text);
     if (name === undefined && preparedNames.size < MAX_PREPARED) {
@@ -144,6 +162,93 @@ async function runText<T>(db: Db, text: string, values: unknown[]): Promise<T[]>
   // A PGlite transaction (already holding PGlite's locks): the same text, unnamed.
   const tx = client as { query(text: string, values: unknown[]): Promise<{ rows: T[] }> };
   return (await tx.query(text, values)).rows;
+}
+
+/** One statement of a batch: its text and its values. */
+interface TextRequest {
+  text: string;
+  values: unknown[];
+}
+
+/** Batches written at once per pool, and the most statements in one (see {@link runBatch}). */
+const BATCH_CONCURRENCY = 2;
+const MAX_BATCH = 64;
+const poolBatchers = new WeakMap<pg.Pool, Batcher<pg.Pool, TextRequest, StatementOutcome>>();
+/** One statement's answer in a batch: its rows, or the error it alone raised. */
+type StatementOutcome = { rows: unknown[] } | { error: unknown };
+/** Statements prepared with SQL `PREPARE` on each connection (names apart from node-postgres's own). */
+const sqlPrepared = new WeakMap<pg.PoolClient, Set<string>>();
+
+/**
+ * Group commit over one connection: statements submitted together from independent callers (steps of different
+ * invocations) are sent as one simple query of `EXECUTE`s of their prepared statements — one round trip, one
+ * transaction, one commit — and each caller gets its own statement's rows. The statements of the batch are kept
+ * apart by what they write (each guards its own rows, and none ever raises an error in the normal course), and
+ * they run in the order submitted. If the server fails the batch (one statement's error, or a deadlock with
+ * another batch), nothing of it was committed, and each statement runs again alone, so an error reaches only the
+ * caller whose statement raised it. A lone statement runs as usual.
+ */
+async function runBatch(pool: pg.Pool, requests: TextRequest[]): Promise<StatementOutcome[]> {
+  const alone = (r: TextRequest): Promise<StatementOutcome> =>
+    runText<unknown>(poolDb(pool), r.text, r.values).then(
+      (rows) => ({ rows }),
+      (error: unknown) => ({ error }),
+    );
+  if (requests.length === 1) return [await alone(requests[0] as TextRequest)];
+  let results: pg.QueryResult[];
+  const client = await pool.connect();
+  try {
+    let prepared = sqlPrepared.get(client);
+    if (!prepared) {
+      prepared = new Set();
+      sqlPrepared.set(client, prepared);
+    }
+    const names = requests.map((r) => batchName(r.text));
+    for (const [i, name] of names.entries()) {
+      if (prepared.has(name)) continue;
+      await client.query(`prepare ${name} as ${(requests[i] as TextRequest).text}`);
+      prepared.add(name);
+    }
+    const text = requests
+      .map((r, i) => `execute ${names[i] as string}(${r.values.map(literal).join(', ')})`)
+      .join(';\n');
+    results = (await client.query(text)) as unknown as pg.QueryResult[];
+  } catch (err) {
+    if (err instanceof pg.DatabaseError) {
+      // The server rolled the whole batch back: run each statement alone.
+      client.release();
+      return Promise.all(requests.map(alone));
+    }
+    // The connection failed mid-query: whether the batch committed is unknown, as for a statement run alone that
+    // loses its connection. Each caller gets that error; the connection leaves the pool.
+    client.release(err as Error);
+    return requests.map(() => ({ error: err }));
+  }
+  client.release();
+  return results.map((r) => ({ rows: r.rows }));
+}
+
+/** A drizzle-shaped handle whose `session.client` is `pool` (all {@link runText} reads of a Db). */
+function poolDb(pool: pg.Pool): Db {
+  return { session: { client: pool } } as unknown as Db;
+}
+
+/** SQL-level names of batched statements, by text. */
+const batchNames = new Map<string, string>();
+
+function batchName(text: string): string {
+  let name = batchNames.get(text);
+  if (name === undefined) {
+    name = `agentloom_batch_${batchNames.size + 1}`;
+    batchNames.set(text, name);
+  }
+  return name;
+}
+
+/** A value as an SQL literal of unknown type (coerced to the parameter's type, as a bound text value is). */
+function literal(value: unknown): string {
+  const text = wireValue(value);
+  return text === null ? 'null' : pg.escapeLiteral(text);
 }
 
 /** Statement names prepared in each PGlite instance (it has one connection: names live as long as it does). */
@@ -224,7 +329,14 @@ function rowsOf<T>(messages: readonly unknown[]): T[] {
 export class HotStatement {
   private compiled: { text: string; params: unknown[] } | undefined;
 
-  constructor(private readonly build: () => SQL) {}
+  /**
+   * `batched`: the statement is written outside any transaction, by callers independent of each other, and guards
+   * everything it writes: on a PostgreSQL pool, runs of it submitted together commit as one (see {@link runBatch}).
+   */
+  constructor(
+    private readonly build: () => SQL,
+    private readonly options: { batched?: boolean } = {},
+  ) {}
 
   /** Runs the statement with `values` for its placeholders (every placeholder needs one). */
   run<T>(db: Db, values: Record<string, unknown>): Promise<T[]> {
@@ -232,6 +344,11 @@ export class HotStatement {
       const query = new PgDialect().sqlToQuery(this.build());
       this.compiled = { text: query.sql, params: query.params };
     }
-    return runText<T>(db, this.compiled.text, fillPlaceholders(this.compiled.params, values));
+    return runText<T>(
+      db,
+      this.compiled.text,
+      fillPlaceholders(this.compiled.params, values),
+      this.options.batched ?? false,
+    );
   }
 }

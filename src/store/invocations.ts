@@ -8,7 +8,11 @@ import { invocations, nodes } from './schema.js';
 export type InvocationStatus = 'queued' | 'running' | 'paused' | 'completed' | 'failed' | 'cancelled';
 /** Statuses an invocation does not leave on its own. */
 export const TERMINAL_INVOCATION: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
-/** NOTIFY channel carrying `{id, status}` whenever an invocation's status changes. */
+/**
+ * NOTIFY channel carrying `{id, status}` whenever an invocation's status changes, except when a queued invocation
+ * starts in the engine's step statements: nothing waits for that (waiters stop at a settled status, and followers
+ * re-read on events), and a NOTIFY would serialise that commit with every other one.
+ */
 export const INVOCATIONS_CHANNEL = 'agentloom_invocations';
 
 export type InvocationRow = typeof invocations.$inferSelect;

@@ -119,7 +119,7 @@ const CLAIM_FOR_JOB = new HotStatement(
       started as (
         update invocations set status = 'running', updated_at = now()
         where id = ${P('id')} and status = 'queued' and exists (select 1 from claimed)
-        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+        returning id
       )
       select (select row_to_json(inv) from inv) as inv,
         (select row_to_json(claimed) from claimed) as claimed,
@@ -202,7 +202,7 @@ const CLAIM_FOR_JOBS = new HotStatement(
       started as (
         update invocations set status = 'running', updated_at = now()
         where id in (select invocation_id from claimed) and status = 'queued'
-        returning id, pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+        returning id
       )
       select req.ord, row_to_json(i) as inv,
         case when c.path is not null then row_to_json(c) end as claimed,
@@ -451,10 +451,11 @@ function advanceSql(guard: SQL) {
       ),
       inv as (select session_id, temp_state from invocations where id = ${P('id')} and ${claimPath} is not null),
       started as (
-        -- A queued invocation's first advance starts it (its first leaf may be claimed right here).
+        -- A queued invocation's first advance starts it (its first leaf may be claimed right here). No NOTIFY: see
+        -- INVOCATIONS_CHANNEL.
         update invocations set status = 'running', updated_at = now()
         where id = ${P('id')} and status = 'queued' and ${guard}
-        returning pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'running')::text)
+        returning id
       )`;
   const columns = sql`(select json_agg(row_to_json(ins)) from ins) as created,
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
@@ -515,9 +516,10 @@ function leafValues(leaf: {
   };
 }
 
-const COMPLETE_AND_ADVANCE = new HotStatement(() => {
-  const advance = advanceSql(sql`exists (select 1 from settled)`);
-  return sql`with p as (
+const COMPLETE_AND_ADVANCE = new HotStatement(
+  () => {
+    const advance = advanceSql(sql`exists (select 1 from settled)`);
+    return sql`with p as (
         select 1 from nodes
         where invocation_id = ${P('id')} and path = ${P('path')} and status = 'running'
           and checkpoint = ${P('expected')}::jsonb
@@ -534,7 +536,9 @@ const COMPLETE_AND_ADVANCE = new HotStatement(() => {
       )
       select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
         (select count(*) from fin) as finished, ${advance.columns}`;
-});
+  },
+  { batched: true },
+);
 
 /**
  * A leaf's completion and its parent's advance as one statement, in autocommit (the steady state of a sequence or
@@ -575,9 +579,10 @@ export async function completeAndAdvance(
   return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }
 
-const ADVANCE_IF_UNCHANGED = new HotStatement(() => {
-  const advance = advanceSql(sql`exists (select 1 from p)`);
-  return sql`with p as (
+const ADVANCE_IF_UNCHANGED = new HotStatement(
+  () => {
+    const advance = advanceSql(sql`exists (select 1 from p)`);
+    return sql`with p as (
         select 1 from nodes
         where invocation_id = ${P('id')} and path = ${P('path')} and status = ${P('expectedStatus')}
           and checkpoint = ${P('expected')}::jsonb
@@ -585,7 +590,9 @@ const ADVANCE_IF_UNCHANGED = new HotStatement(() => {
       ),
       ${advance.ctes}
       select (select count(*) from p) as node_ok, ${advance.columns}`;
-});
+  },
+  { batched: true },
+);
 
 /**
  * A workflow node's advance as one autocommit statement, written only if the node is still as the caller read it
@@ -820,6 +827,7 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
         returning wake
       )
       select (select wake from n) as wake`,
+    { batched: true },
   );
   return Number(row?.wake ?? 1);
 }

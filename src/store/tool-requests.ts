@@ -60,6 +60,7 @@ const INVOCATION_WITH_PENDING = new HotStatement(
       (select json_agg(row_to_json(t) order by t.created_at) from tool_requests t
        where t.invocation_id = i.id and t.status = 'pending') as pending
     from invocations i where i.id = ${sql.placeholder('id')}`,
+  { batched: true },
 );
 
 function toolRequestFromJson(r: Json): ToolRequestRow {
