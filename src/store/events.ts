@@ -9,6 +9,7 @@ import { textOf } from '../core/content.js';
 import { eventSchema, isFinalResponse, newEventSchema, type Event, type NewEvent } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import { HotStatement, type Db } from './database.js';
+import { runningByKey } from './nodes.js';
 import { appStates, events, invocations, nodes, sessions, userStates } from './schema.js';
 import { inTransaction } from './tx.js';
 import { applyToState, splitAppends, splitDelta, touches } from './state.js';
@@ -261,7 +262,7 @@ const INSERT_EVENT_FENCED = new HotStatement(() =>
   insertEventSql(
     sql`select 1 from ${nodes} where invocation_id = ${sql.placeholder('invocationId')}
           and path = ${sql.placeholder('fencePath')} and attempt = ${sql.placeholder('fenceAttempt')}::int
-          and status = 'running' for update`,
+          and ${runningByKey()} for update`,
   ),
 );
 

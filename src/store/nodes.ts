@@ -5,6 +5,16 @@ import { nodes } from './schema.js';
 
 export type NodeRow = typeof nodes.$inferSelect;
 
+/**
+ * `status = 'running'` for a statement that finds its node by primary key. Written so that the planner cannot
+ * match it to `nodes_runnable_idx` (partial, on status): on that index the lookup would visit every running node
+ * of every invocation and filter them, a cost that grows with the number of runs in flight; the primary key finds
+ * the one row. `qualifier` is the table's alias, if any.
+ */
+export function runningByKey(qualifier?: string) {
+  return sql.raw(`coalesce(${qualifier ? `${qualifier}.` : ''}status, '') = 'running'`);
+}
+
 /** A job for a node: the wake number makes each wake-up a distinct job id. */
 export interface NodeJobRef {
   invocationId: string;

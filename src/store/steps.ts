@@ -9,7 +9,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { HotStatement, queryPrepared, type Db } from './database.js';
 import { EVENTS_CHANNEL, FOLLOWED, type EventRow } from './events.js';
 import { INVOCATIONS_CHANNEL, type InvocationRow } from './invocations.js';
-import type { NodeRow } from './nodes.js';
+import { runningByKey, type NodeRow } from './nodes.js';
 import { mergeScopes } from './state.js';
 
 type Json = Record<string, unknown>;
@@ -291,7 +291,7 @@ export async function settleLeafLockParentTx(
     sql`with settled as (
         update nodes set status = ${fields.status}, escalated = ${fields.escalated}, output = ${fields.output},
           error = ${error}::jsonb, lease_owner = null, lease_expires_at = null, updated_at = now()
-        where invocation_id = ${invocationId} and path = ${path} and attempt = ${attempt} and status = 'running'
+        where invocation_id = ${invocationId} and path = ${path} and attempt = ${attempt} and ${runningByKey()}
         returning *
       ),
       parent as (
@@ -496,7 +496,7 @@ const SETTLE_LEAF = sql`settled as (
           output = ${P('leafOutput')}, error = ${P('leafError')}::jsonb, lease_owner = null, lease_expires_at = null,
           updated_at = now()
         where invocation_id = ${P('id')} and path = ${P('leafPath')} and attempt = ${P('leafAttempt')}
-          and status = 'running' and exists (select 1 from p)
+          and ${runningByKey()} and exists (select 1 from p)
         returning 1
       )`;
 
@@ -521,7 +521,7 @@ const COMPLETE_AND_ADVANCE = new HotStatement(
     const advance = advanceSql(sql`exists (select 1 from settled)`);
     return sql`with p as (
         select 1 from nodes
-        where invocation_id = ${P('id')} and path = ${P('path')} and status = 'running'
+        where invocation_id = ${P('id')} and path = ${P('path')} and ${runningByKey()}
           and checkpoint = ${P('expected')}::jsonb
         for update
       ),
@@ -675,7 +675,7 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
       ),
       p as (
         select 1 from nodes
-        where invocation_id = ${P('id')} and path = ${P('parentPath')} and status = 'running'
+        where invocation_id = ${P('id')} and path = ${P('parentPath')} and ${runningByKey()}
           and jsonb_typeof(checkpoint->'children') = 'object'
         for update
       ),
@@ -685,7 +685,7 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
         from req
         where n.invocation_id = ${P('id')} and n.path = any(array(select path from req))
           and n.path = req.path and n.attempt = req.attempt
-          and n.status = 'running' and exists (select 1 from p)
+          and ${runningByKey('n')} and exists (select 1 from p)
         returning req.ord, req.name, req.status, req.event
       ),
       upd as (
