@@ -52,7 +52,8 @@ export function analysis(report: BenchReport): string {
     const remove = [
       `less client CPU per step (the W2 profile below: the pg driver, JSON, event validation, socket writes)`,
       `fewer statements per invocation around the steps (${n(c.statements, 1)} all-in against ${n(m?.statements, 1)} ` +
-        `marginal: the enqueue, the root's first advance and \`wait\`'s two reads are shared by only 20 steps)`,
+        `marginal: the enqueue, the root's first advance and \`wait\`'s reads are shared by only 20 steps; run alone, ` +
+        `as in W1, they are not batched with anything)`,
       ...(pairs > 0
         ? [`no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`]
         : []),
@@ -62,7 +63,9 @@ export function analysis(report: BenchReport): string {
         `assembly per step); a job's claim is one statement; the next leaf is claimed by the advance that made it ` +
         `runnable and runs on the same worker; a custom leaf's last event, its completion and the parent's advance ` +
         `are one statement and one commit (docs/semantics-additions.md H); the root's last step ends the invocation in ` +
-        `that statement too. What would remove more: ${remove.join('; ')}.`,
+        `that statement too; a running node is found by its primary key, never by scanning the running nodes of every ` +
+        `run in flight; an event's NOTIFY is sent only while someone follows its session (NOTIFY serialises commits ` +
+        `database-wide). What would remove more: ${remove.join('; ')}.`,
     );
   }
   const p2 = local?.profileW2;
@@ -77,12 +80,17 @@ export function analysis(report: BenchReport): string {
         ? "is CPU-bound in the engine's process"
         : "is only partly CPU-bound in the engine's process";
     out.push(
-      `**W2** ${bound} (main thread busy ${n(busy, 0)}% in a profiled run on PostgreSQL + in-process queue): ` +
-        `drizzle-orm building queries takes ${n(drizzle, 0)}% of the wall time, the pg driver ${n(driver, 0)}%, ` +
-        `socket writes (one per statement; loopback TCP runs in the writer's system call) ${n(socket, 0)}%, GC ` +
-        `${n(gc, 0)}%; agentloom's own code is small. PostgreSQL shares the same two cores. Each statement costs ` +
-        `a system call to write and a wake-up to read, so what is left is the statements per invocation (enqueue, ` +
-        `first advance, \`wait\`'s reads) beside those per step, and the driver's per-row work.`,
+      `**W2** ${bound} (main thread busy ${n(busy, 0)}% in a profiled run on PostgreSQL + in-process queue; ` +
+        `PostgreSQL shares the same two cores). Steps of different invocations that finish together commit together: ` +
+        `their statements go to the server as one batch of \`EXECUTE\`s of the prepared statements on one connection ` +
+        `(one round trip, one transaction, one WAL flush for the batch), and each step gets its own statement's rows ` +
+        `(src/store/database.ts \`runBatch\`). Unfollowed sessions send no NOTIFY, so these commits no longer queue ` +
+        `on NOTIFY's database-wide lock. In the engine's process: the pg driver ${n(driver, 0)}% of the wall time, ` +
+        `drizzle-orm ${n(drizzle, 0)}%, socket writes ${n(socket, 0)}%, GC ${n(gc, 0)}%. What is left is CPU on both ` +
+        `sides: on the server, each step's statement (it settles the leaf, advances the parent, stores the event and ` +
+        `inserts and claims the next leaf: five row writes and about 3 KiB of WAL); in the engine, building each ` +
+        `step's values and parsing its answer. Fewer row versions per step (the leaf's insert and its completion could ` +
+        `be one row write when the step is short) and a leaner answer would reduce both.`,
     );
   }
   const w3 = best(report, PG_MODES, 'w3');
@@ -99,7 +107,10 @@ export function analysis(report: BenchReport): string {
         `it, the enqueue, the root's advance, the parallel's advance and the batched claim; after it, the batched ` +
         `ends, the parent's wake-up, its join (a transaction that reads every branch and advances the root) and the ` +
         `join leaf. Advancing a new workflow child in the statement that creates it, and joining in the statement ` +
-        `that ends the last branch, would remove most of both.`,
+        `that ends the last branch, would remove most of both.` +
+        (floor3 && floor3.median > 230
+          ? ` The target (230 ms) is below what the design floor itself took in this run.`
+          : ''),
     );
   }
   const pgq = counts(report, 'agentloom-pg-pgqueue-1', 'w1');
