@@ -12,6 +12,7 @@ import { Batcher } from '../core/batcher.js';
 import {
   SETTLED,
   WorkflowAgent,
+  type ChildStart,
   type ChildView,
   type NodeStatus,
   type WorkflowDecision,
@@ -71,6 +72,7 @@ import {
   settleLeafLockParentTx,
   type AdvanceInput,
   type AdvanceResult,
+  type ChildInsert,
 } from '../store/steps.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import type { Store } from '../store/store.js';
@@ -1126,14 +1128,43 @@ export class Scheduler {
         output,
       },
       events: events.map((p) => eventInsertOf(p.row)),
-      children: decision.start.map((start) => ({
-        path: start.path,
-        agent: start.agent.name,
-        kind: nodeKind(start.agent),
-        branch: start.branch ?? null,
-      })),
+      children: decision.start.flatMap((start) => this.childInserts(start)),
       ...(claim ? { claim } : {}),
     };
+  }
+
+  /**
+   * The rows of a new child. A workflow child whose first advance needs nothing but its own empty checkpoint (it
+   * writes no event and starts only leaves) is inserted already advanced, with those leaves: one statement less
+   * per nesting level, and no job of its own (it is not runnable: its leaves are, and their ends advance it).
+   */
+  private childInserts(start: ChildStart): ChildInsert[] {
+    const row: ChildInsert = {
+      path: start.path,
+      agent: start.agent.name,
+      kind: nodeKind(start.agent),
+      branch: start.branch ?? null,
+    };
+    if (!(start.agent instanceof WorkflowAgent)) return [row];
+    const first = this.decideUnread(start.agent, { path: start.path, branch: row.branch, checkpoint: {} });
+    if (
+      !first ||
+      first.events.length > 0 ||
+      first.start.length === 0 ||
+      first.start.some((g) => g.agent instanceof WorkflowAgent)
+    ) {
+      return [row];
+    }
+    return [
+      { ...row, status: 'running', checkpoint: first.checkpoint },
+      ...first.start.map((g) => ({
+        path: g.path,
+        agent: g.agent.name,
+        kind: nodeKind(g.agent),
+        branch: g.branch ?? null,
+        parentPath: start.path,
+      })),
+    ];
   }
 
   /** After an advance: the continuation it claimed goes to `slot`; the other new children need wake-ups. */
@@ -1151,7 +1182,7 @@ export class Scheduler {
       };
     }
     return result.created
-      .filter((c) => !c.claimed)
+      .filter((c) => !c.claimed && c.node.status === 'pending')
       .map((c) => ({
         invocationId: inv.id,
         path: c.path,

@@ -338,6 +338,11 @@ export interface ChildInsert {
   agent: string;
   kind: string;
   branch: string | null;
+  /** A grandchild's parent (default: the advancing node). */
+  parentPath?: string;
+  /** A workflow child inserted already advanced once: `running`, with that advance's checkpoint. */
+  status?: 'running';
+  checkpoint?: Json;
 }
 
 /** What {@link advanceNodeTx} wrote. */
@@ -437,10 +442,12 @@ function advanceSql(guard: SQL) {
         returning seq, created_at
       ),
       ins as (
-        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, wake, attempt,
+        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, checkpoint, wake, attempt,
                            lease_owner, lease_expires_at)
-        select ${P('id')}, c.v->>'path', ${P('path')}, c.v->>'agent', c.v->>'kind', c.v->>'branch',
-               case when c.v->>'path' = ${claimPath} then 'running' else 'pending' end, 1,
+        select ${P('id')}, c.v->>'path', coalesce(c.v->>'parentPath', ${P('path')}), c.v->>'agent', c.v->>'kind',
+               c.v->>'branch',
+               case when c.v->>'path' = ${claimPath} then 'running' else coalesce(c.v->>'status', 'pending') end,
+               coalesce(c.v->'checkpoint', '{}'::jsonb), 1,
                case when c.v->>'path' = ${claimPath} then 1 else 0 end,
                case when c.v->>'path' = ${claimPath} then ${P('claimOwner')}::text end,
                case when c.v->>'path' = ${claimPath} then now() + ${P('claimLease')}::interval end
