@@ -103,11 +103,15 @@ export function analysis(report: BenchReport): string {
         `${n(c3.writeTransactions)} write transactions each. Branches no longer queue on the parent's row one by one: ` +
         `a branch's end records its status in the parent's checkpoint without reading its siblings, the jobs of the ` +
         `fan-out are claimed in one statement, and branches of one parent that end together are written in one ` +
-        `statement (group commit in the worker). What remains is two chains of round trips around the sleep: before ` +
-        `it, the enqueue, the root's advance, the parallel's advance and the batched claim; after it, the batched ` +
-        `ends, the parent's wake-up, its join (a transaction that reads every branch and advances the root) and the ` +
-        `join leaf. Advancing a new workflow child in the statement that creates it, and joining in the statement ` +
-        `that ends the last branch, would remove most of both.` +
+        `statement (group commit in the worker); the root's advance inserts the parallel already advanced, with its ` +
+        `branches, so the parallel takes no statement of its own before the sleep. What remains is two chains of ` +
+        `round trips around the sleep: before it, the enqueue, the root's advance and the batched claim; after it, ` +
+        `the batched ends, the parent's wake-up, its join (a transaction of about eight round trips: it locks the ` +
+        `parallel, reads every branch and the last final text, ends it, locks and advances the root) and the join ` +
+        `leaf. Joining from the checkpoint the last batch of ends returns (every branch's status is there), in one ` +
+        `statement that ends the parallel and makes the root runnable, then the root's advance in a second, would ` +
+        `remove most of the second chain; claiming the branches in the statement that creates them would remove ` +
+        `the claim's round trip from the first.` +
         (floor3 && floor3.median > 230
           ? ` The target (230 ms) is below what the design floor itself took in this run.`
           : ''),
