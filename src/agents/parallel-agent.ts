@@ -1,7 +1,13 @@
 import { AgentloomError } from '../core/errors.js';
 import type { AgentKind, BaseAgentOptions } from './base-agent.js';
 import { childBranch, parallelLane } from './branch.js';
-import { WorkflowAgent, type ChildStart, type WorkflowDecision, type WorkflowView } from './workflow.js';
+import {
+  WorkflowAgent,
+  type ChildStart,
+  type ChildView,
+  type WorkflowDecision,
+  type WorkflowView,
+} from './workflow.js';
 
 /** Options of {@link ParallelAgent}. */
 export type ParallelAgentOptions = BaseAgentOptions;
@@ -34,11 +40,24 @@ export class ParallelAgent extends WorkflowAgent {
     return checkpoint.children === undefined;
   }
 
+  /**
+   * A branch the checkpoint records as completed (a status it never leaves; written with the branch's end, under
+   * this node's row lock), with its escalation (`escalated.<name>`, recorded only when true).
+   */
+  override childInCheckpoint(checkpoint: Record<string, unknown>, path: string): ChildView | undefined {
+    const child = this.subAgents[this.childIndex(path)];
+    const statuses = checkpoint.children as Record<string, unknown> | undefined;
+    if (!child || statuses?.[child.name] !== 'completed') return undefined;
+    const escalated = (checkpoint.escalated as Record<string, unknown> | undefined)?.[child.name] === true;
+    return { path, status: 'completed', escalated };
+  }
+
   advance(view: WorkflowView): WorkflowDecision {
     const start: ChildStart[] = [];
     const statuses: string[] = [];
     const errors: Record<string, unknown>[] = [];
     let escalated = false;
+    const escalations: Record<string, true> = {};
     this.subAgents.forEach((child, index) => {
       const path = this.childPath(view, child);
       const node = view.child(path);
@@ -52,11 +71,17 @@ export class ParallelAgent extends WorkflowAgent {
         return;
       }
       statuses.push(node.status);
-      if (node.escalated) escalated = true;
+      if (node.escalated) {
+        escalated = true;
+        escalations[child.name] = true;
+      }
       if (node.status === 'failed') errors.push({ agent: child.name, ...(node.error ?? {}) });
     });
     const settled = statuses.filter((s) => ['completed', 'paused', 'failed', 'cancelled'].includes(s)).length;
-    const checkpoint = { children: Object.fromEntries(this.subAgents.map((c, i) => [c.name, statuses[i]])) };
+    const checkpoint = {
+      children: Object.fromEntries(this.subAgents.map((c, i) => [c.name, statuses[i]])),
+      ...(escalated ? { escalated: escalations } : {}),
+    };
     if (settled < statuses.length) return { checkpoint, start, status: 'running', events: [] };
     if (errors.length > 0) {
       const message = `${errors.length} of ${statuses.length} branches of "${this.name}" failed: ${errors

@@ -60,6 +60,14 @@ export abstract class WorkflowAgent extends BaseAgent {
     return false;
   }
 
+  /**
+   * The child at `path` as the node's stored checkpoint proves it to be, when it records everything `advance`
+   * needs of it (a status the child never leaves), so the engine need not read it. Undefined: unknown.
+   */
+  childInCheckpoint(_checkpoint: Record<string, unknown>, _path: string): ChildView | undefined {
+    return undefined;
+  }
+
   /** The index among this agent's sub-agents of the child at `path` (`<path>/<name>[#iteration]`), or -1. */
   protected childIndex(path: string): number {
     const segment = path.slice(path.lastIndexOf('/') + 1);

@@ -66,6 +66,8 @@ import {
   type JobClaim,
   completeAndAdvance,
   completeBranches,
+  endAndWakeParent,
+  type EventInsert,
   type BranchEnd,
   type CompleteBranch,
   eventInsertOf,
@@ -132,9 +134,17 @@ export interface JobHint {
   inv: InvocationRow;
   agent: string;
   node?: NodeRow;
+  /**
+   * A parallel join's output when it completes, known from the batch of branch ends that settled its last
+   * branch (that batch stored the newest events under it): the join then needs no read of its events.
+   */
+  output?: string;
 }
 
 const WORKFLOW_KINDS: ReadonlySet<string> = new Set(['sequential', 'parallel', 'loop']);
+
+/** A branch's end as the batcher answers it: with the join's output when known (see {@link JobHint.output}). */
+type BranchOutcome = (CompleteBranch & { output?: string }) | 'retry';
 
 /** A branch's end as the batcher receives it. */
 type BranchEndRequest = BranchEnd & { invocationId: string; sessionId: string; parentPath: string };
@@ -210,23 +220,32 @@ export class Scheduler {
    * Ends of branches of one parallel parent that finish together go to the database as one statement (the parent's
    * row lock is taken once for them all, not once per branch in turn).
    */
-  private readonly branchEnds = new Batcher<string, BranchEndRequest, CompleteBranch | 'retry'>(
-    async (_, requests) => {
-      const { invocationId, sessionId, parentPath } = requests[0] as BranchEndRequest;
-      try {
-        return await completeBranches(this.deps.store.db, {
-          invocationId,
-          sessionId,
-          parentPath,
-          branches: requests,
-        });
-      } catch (err) {
-        // A deadlock: nothing was written; each branch takes the general path.
-        if (isRetryableSqlError(err)) return requests.map(() => 'retry' as const);
-        throw err;
-      }
-    },
-  );
+  private readonly branchEnds = new Batcher<string, BranchEndRequest, BranchOutcome>(async (_, requests) => {
+    const { invocationId, sessionId, parentPath } = requests[0] as BranchEndRequest;
+    try {
+      const results = await completeBranches(this.deps.store.db, {
+        invocationId,
+        sessionId,
+        parentPath,
+        branches: requests,
+      });
+      // The join's output: the newest event under the parent is the last one this batch stored (every other
+      // branch had settled before it), if that one is a final response with text; otherwise unknown.
+      let last: EventInsert | undefined;
+      results.forEach((r, i) => {
+        const event = (requests[i] as BranchEndRequest).event;
+        if (r.outcome === 'done' && event) last = event;
+      });
+      const output = last ? finalTextOfRow(last) : undefined;
+      return results.map((r) =>
+        output !== undefined && r.outcome === 'done' && r.join ? { ...r, output } : r,
+      );
+    } catch (err) {
+      // A deadlock: nothing was written; each branch takes the general path.
+      if (isRetryableSqlError(err)) return requests.map(() => 'retry' as const);
+      throw err;
+    }
+  });
 
   constructor(private readonly deps: SchedulerDeps) {}
 
@@ -258,7 +277,9 @@ export class Scheduler {
     const hint = job.hint as JobHint | undefined;
     if (hint && hint.inv.id === job.invocationId && hint.inv.definitionHash === app.definitionHash) {
       const agent = app.agents.get(hint.agent);
-      if (agent instanceof WorkflowAgent) return this.advanceWorkflow(hint.inv, job.path, agent, hint.node);
+      if (agent instanceof WorkflowAgent) {
+        return this.advanceWorkflow(hint.inv, job.path, agent, hint.node, hint.output);
+      }
     }
     // One statement: the invocation, the node, and for a runnable leaf its claim and the state it sees.
     const step = this.track(job.invocationId, job.path);
@@ -478,10 +499,13 @@ export class Scheduler {
     path: string,
     agent: WorkflowAgent,
     seen?: NodeRow,
+    output?: string,
   ): Promise<void> {
     const slot: ContinuationSlot = { allow: !this.stopping };
     if (seen && !SETTLED.has(seen.status as NodeStatus)) {
-      const fast = await this.advanceInOneStatement(inv, seen, agent, slot);
+      const fast =
+        (output !== undefined ? await this.endInOneStatement(inv, seen, agent, output, slot) : undefined) ??
+        (await this.advanceInOneStatement(inv, seen, agent, slot));
       if (fast) {
         await this.wake(fast, inv);
         if (slot.taken) await this.runContinuation(inv, slot.taken);
@@ -934,6 +958,8 @@ export class Scheduler {
       checkpoint: node.checkpoint,
       child: (path) => {
         if (path === settled?.path) return settled;
+        const recorded = agent.childInCheckpoint(node.checkpoint, path);
+        if (recorded) return recorded;
         if (!agent.notStarted(node.checkpoint, path)) unknown = true;
         return undefined;
       },
@@ -972,6 +998,67 @@ export class Scheduler {
     }
   }
 
+  /**
+   * A workflow node's end without a transaction, when its checkpoint alone decides that it completes (a parallel
+   * join whose branches all completed) and its output is known: one statement ends it and makes its parent
+   * runnable, a second advances the parent from the row the first returned (both guarded, see
+   * {@link endAndWakeParent} and {@link advanceIfUnchanged}). Undefined when that does not apply or the node
+   * changed meanwhile: the caller takes its usual path. A root node ends the invocation: the usual path.
+   */
+  private async endInOneStatement(
+    inv: InvocationRow,
+    node: NodeRow,
+    agent: WorkflowAgent,
+    output: string,
+    slot: ContinuationSlot,
+  ): Promise<NodeJobRef[] | undefined> {
+    if (node.parentPath === null) return undefined;
+    const decision = this.decideUnread(agent, node, undefined, true);
+    if (decision?.status !== 'completed') return undefined;
+    const prepared = this.prepareDecisionEvents(inv, node, decision);
+    if (prepared.some((p) => p.changesState)) return undefined;
+    let ended: Awaited<ReturnType<typeof endAndWakeParent>>;
+    try {
+      ended = await endAndWakeParent(this.deps.store.db, {
+        expectedStatus: node.status,
+        expectedCheckpoint: node.checkpoint,
+        parentPath: node.parentPath,
+        advance: this.advanceInput(inv, node, decision, prepared, output, undefined),
+      });
+    } catch (err) {
+      if (isRetryableSqlError(err)) return undefined;
+      throw err;
+    }
+    if (ended.outcome === 'stale') return undefined;
+    // Ended; the parent is runnable (pending), so from here on a stop of this process loses nothing.
+    const parent = ended.parent;
+    const parentJob: NodeJobRef = {
+      invocationId: inv.id,
+      path: parent.path,
+      wake: parent.wake,
+      hint: { inv, agent: parent.agent, node: parent } satisfies JobHint,
+    };
+    const parentAgent = this.deps.apps.get(inv.app)?.agents.get(parent.agent);
+    if (!(parentAgent instanceof WorkflowAgent)) return [parentJob];
+    const view: ChildView = { path: node.path, status: 'completed', escalated: decision.escalated ?? false };
+    const next = this.decideUnread(parentAgent, parent, view);
+    if (!next) return [parentJob];
+    const nextEvents = this.prepareDecisionEvents(inv, parent, next);
+    if (nextEvents.some((p) => p.changesState)) return [parentJob];
+    try {
+      const advanced = await advanceIfUnchanged(this.deps.store.db, {
+        expectedStatus: parent.status,
+        expectedCheckpoint: parent.checkpoint,
+        advance: this.advanceInput(inv, parent, next, nextEvents, null, slot),
+      });
+      if (advanced.outcome === 'stale') return [parentJob];
+      return this.afterAdvance(inv, parent, next, advanced.advance, slot);
+    } catch (err) {
+      if (isRetryableSqlError(err)) return [parentJob];
+      throw err;
+    }
+  }
+
   /** Stores a leaf's deferred last event in the caller's transaction; false when the attempt was superseded. */
   private async storeLeafEventTx(tx: Db, leafEvent: PreparedEvent, claimed: NodeRow): Promise<boolean> {
     try {
@@ -994,7 +1081,7 @@ export class Scheduler {
     parent: ParentInfo,
     leafEvent: PreparedEvent | undefined,
   ): Promise<NodeJobRef[] | undefined | 'general'> {
-    let result: CompleteBranch | 'retry';
+    let result: BranchOutcome;
     try {
       result = await this.branchEnds.submit(`${inv.id}|${parent.path}`, {
         invocationId: inv.id,
@@ -1011,9 +1098,16 @@ export class Scheduler {
     if (result === 'retry') return 'general';
     if (result.outcome === 'stale') return 'general';
     if (result.outcome === 'fenced') return undefined;
-    // The join: the parent's row changed under this batch, so the hint carries no node (the join reads it locked).
-    const hint: JobHint = { inv, agent: parent.agent };
-    return result.join ? [{ invocationId: inv.id, ...result.join, hint }] : [];
+    if (!result.join) return [];
+    // The join, with the parent as this batch left it (and its output when known): decided from its checkpoint.
+    const { path, wake, node } = result.join;
+    const hint: JobHint = {
+      inv,
+      agent: parent.agent,
+      node,
+      ...(result.output !== undefined ? { output: result.output } : {}),
+    };
+    return [{ invocationId: inv.id, path, wake, hint }];
   }
 
   /**
@@ -1322,7 +1416,16 @@ function isInfrastructure(err: unknown): boolean {
 
 /** The text of an event about to be stored if it is a final response (what `lastFinalText` would return for it). */
 function finalTextOf(prepared: PreparedEvent): string | undefined {
-  const { row } = prepared;
+  return finalTextOfRow(prepared.row);
+}
+
+/** {@link finalTextOf} of an event row as stored. */
+function finalTextOfRow(row: {
+  actions: unknown;
+  content?: unknown;
+  longRunningToolIds?: string[] | null;
+  errorCode?: string | null;
+}): string | undefined {
   const event = {
     actions: row.actions as Event['actions'],
     content: (row.content ?? undefined) as Content | undefined,

@@ -619,13 +619,62 @@ export async function advanceIfUnchanged(
   return { outcome: 'done', advance: advanceResult(input.advance, row) };
 }
 
+const END_AND_WAKE_PARENT = new HotStatement(
+  () => {
+    // The parent is locked first (then the node, in the guard's order), as every statement here locks a parent
+    // before its child.
+    const guard = sql`exists (select 1 from r) and exists (select 1 from p)`;
+    const advance = advanceSql(guard);
+    return sql`with r as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('parentPath')} and ${runningByKey()}
+          and kind in ('sequential', 'parallel', 'loop')
+        for update
+      ),
+      p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('path')} and status = ${P('expectedStatus')}
+          and checkpoint = ${P('expected')}::jsonb
+        for update
+      ),
+      ${advance.ctes},
+      woke as (
+        update nodes w set status = 'pending', wake = w.wake + 1, updated_at = now()
+        where w.invocation_id = ${P('id')} and w.path = ${P('parentPath')} and ${guard}
+        returning row_to_json(w) as node
+      )
+      select (select node from woke) as parent, ${advance.columns}`;
+  },
+  { batched: true },
+);
+
+/**
+ * A workflow node's end as one autocommit statement, written only if the node is still as the caller read it and
+ * its parent is a running workflow node: the node's final status, checkpoint, output and events, and its parent
+ * made runnable (`pending`, wake bumped) for its advance, which the caller then makes (and the reconciler recovers
+ * if this process stops first). Returns the parent as written; 'stale' (nothing written) otherwise.
+ */
+export async function endAndWakeParent(
+  db: Db,
+  input: { expectedStatus: string; expectedCheckpoint: Json; parentPath: string; advance: AdvanceInput },
+): Promise<{ outcome: 'done'; parent: NodeRow; advance: AdvanceResult } | { outcome: 'stale' }> {
+  const [row] = await END_AND_WAKE_PARENT.run<AdvanceRow & { parent: Json | null }>(db, {
+    ...advanceValues(input.advance),
+    expectedStatus: input.expectedStatus,
+    expected: JSON.stringify(input.expectedCheckpoint),
+    parentPath: input.parentPath,
+  });
+  if (!row?.parent) return { outcome: 'stale' };
+  return { outcome: 'done', parent: nodeFromJson(row.parent), advance: advanceResult(input.advance, row) };
+}
+
 /** Statuses after which a child never runs again by itself (a parallel join waits for all its branches to reach one). */
 const SETTLED_SQL = sql`('completed', 'paused', 'failed', 'cancelled')`;
 
 /** What {@link completeBranch} did. */
 export type CompleteBranch =
   /** Settled and recorded; `join` is the parent's wake-up when this was the last branch to settle. */
-  | { outcome: 'done'; join?: { path: string; wake: number } }
+  | { outcome: 'done'; join?: { path: string; wake: number; node: NodeRow } }
   /** The attempt was superseded: nothing written. */
   | { outcome: 'fenced' }
   /** The parent is not running (or not there): nothing written; take the general path. */
@@ -672,7 +721,11 @@ export interface BranchEnd {
 
 const COMPLETE_BRANCHES = new HotStatement(() => {
   const children = sql`coalesce(n.checkpoint->'children', '{}'::jsonb) || (select jsonb_object_agg(name, status) from settled)`;
-  const recorded = sql`jsonb_set(n.checkpoint, '{children}', ${children})`;
+  const withChildren = sql`jsonb_set(n.checkpoint, '{children}', ${children})`;
+  // Escalations are recorded too (only true ones), so the join can be decided from the checkpoint alone.
+  const escalations = sql`(select jsonb_object_agg(name, true) from settled where escalated)`;
+  const recorded = sql`case when ${escalations} is null then ${withChildren}
+    else jsonb_set(${withChildren}, '{escalated}', coalesce(n.checkpoint->'escalated', '{}'::jsonb) || ${escalations}) end`;
   const allSettled = sql`not exists (select 1 from jsonb_each_text(${children}) c where c.value not in ${SETTLED_SQL})`;
   return sql`with req as (
         select r.ord, r.v->>'path' as path, (r.v->>'attempt')::int as attempt, r.v->>'name' as name,
@@ -693,14 +746,15 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
         where n.invocation_id = ${P('id')} and n.path = any(array(select path from req))
           and n.path = req.path and n.attempt = req.attempt
           and ${runningByKey('n')} and exists (select 1 from p)
-        returning req.ord, req.name, req.status, req.event
+        returning req.ord, req.name, req.status, req.escalated, req.event
       ),
       upd as (
         update nodes n set checkpoint = ${recorded}, updated_at = now(),
           status = case when ${allSettled} then 'pending' else n.status end,
           wake = case when ${allSettled} then n.wake + 1 else n.wake end
         where n.invocation_id = ${P('id')} and n.path = ${P('parentPath')} and exists (select 1 from settled)
-        returning case when n.status = 'pending' then n.wake end as wake
+        returning case when n.status = 'pending' then n.wake end as wake,
+          case when n.status = 'pending' then row_to_json(n) end as node
       ),
       evs as (
         select row_number() over (order by ord) as k, count(*) over () as total, event
@@ -721,7 +775,7 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
         returning seq
       )
       select (select count(*) from p) as parent_ok, (select json_agg(ord) from settled) as settled,
-        (select wake from upd) as wake,
+        (select wake from upd) as wake, (select node from upd) as node,
         (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
           'seq', max(ev.seq), 'invocationId', ${P('id')}::text)::text) from ev
           having count(*) > 0 and (select followed from seqs)) as notified`;
@@ -740,6 +794,7 @@ export async function completeBranches(
     parent_ok: string | number;
     settled: (string | number)[] | null;
     wake: string | number | null;
+    node: Json | null;
   }>(db, {
     id: input.invocationId,
     sessionId: input.sessionId,
@@ -768,8 +823,11 @@ export async function completeBranches(
   const first = Math.min(...settled);
   return input.branches.map((_, i): CompleteBranch => {
     if (!settled.has(i + 1)) return { outcome: 'fenced' };
-    if (i + 1 === first && row?.wake !== null && row?.wake !== undefined) {
-      return { outcome: 'done', join: { path: input.parentPath, wake: Number(row.wake) } };
+    if (i + 1 === first && row?.wake !== null && row?.wake !== undefined && row.node) {
+      return {
+        outcome: 'done',
+        join: { path: input.parentPath, wake: Number(row.wake), node: nodeFromJson(row.node) },
+      };
     }
     return { outcome: 'done' };
   });

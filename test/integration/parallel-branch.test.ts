@@ -106,7 +106,8 @@ describe('ending a parallel branch in one statement', () => {
       const parent = await getNode(store.db, id, 'par');
       expect(parent?.status).toBe('pending');
       expect(parent?.wake).toBe((before?.wake ?? 0) + 1);
-      expect(joins[0]).toEqual({ path: 'par', wake: parent?.wake });
+      // The join carries the parent exactly as the statement left it (the join decides from it without a read).
+      expect(joins[0]).toEqual({ path: 'par', wake: parent?.wake, node: parent });
       expect(parent?.checkpoint).toEqual({
         children: Object.fromEntries(
           Array.from({ length: BRANCHES }, (_, i) => [name(i), i === 3 ? 'failed' : 'completed']),
@@ -196,7 +197,7 @@ describe('ending a parallel branch in one statement', () => {
     });
     const parent = await getNode(store.db, id, 'par');
     expect(second).toEqual([
-      { outcome: 'done', join: { path: 'par', wake: parent?.wake } },
+      { outcome: 'done', join: { path: 'par', wake: parent?.wake, node: parent } },
       { outcome: 'done' },
       { outcome: 'done' },
     ]);
