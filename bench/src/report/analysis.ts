@@ -104,14 +104,14 @@ export function analysis(report: BenchReport): string {
         `a branch's end records its status in the parent's checkpoint without reading its siblings, the jobs of the ` +
         `fan-out are claimed in one statement, and branches of one parent that end together are written in one ` +
         `statement (group commit in the worker); the root's advance inserts the parallel already advanced, with its ` +
-        `branches, so the parallel takes no statement of its own before the sleep. What remains is two chains of ` +
-        `round trips around the sleep: before it, the enqueue, the root's advance and the batched claim; after it, ` +
-        `the batched ends, the parent's wake-up, its join (a transaction of about eight round trips: it locks the ` +
-        `parallel, reads every branch and the last final text, ends it, locks and advances the root) and the join ` +
-        `leaf. Joining from the checkpoint the last batch of ends returns (every branch's status is there), in one ` +
-        `statement that ends the parallel and makes the root runnable, then the root's advance in a second, would ` +
-        `remove most of the second chain; claiming the branches in the statement that creates them would remove ` +
-        `the claim's round trip from the first.` +
+        `branches, so the parallel takes no statement of its own before the sleep; and the join takes no ` +
+        `transaction: the last batch of ends returns the parallel's checkpoint (every branch's status and escalation ` +
+        `are recorded there), one statement ends the parallel and makes the root runnable, a second advances the root ` +
+        `and claims the join leaf. What remains is a chain of round trips on each side of the sleep: before it, the ` +
+        `enqueue, the root's advance and the batched claim of the 50 branches, then starting 50 steps in one process; ` +
+        `after it, the batched ends, the join's two statements and the join leaf. Claiming the branches in the ` +
+        `statement that creates them, and ending the parallel in the statement that ends its last branches, would ` +
+        `remove two more.` +
         (floor3 && floor3.median > 230
           ? ` The target (230 ms) is below what the design floor itself took in this run.`
           : ''),
