@@ -68,7 +68,7 @@ import {
   completeBranches,
   endAndWakeParent,
   type EventInsert,
-  type BranchEnd,
+  type ParentBranchEnd,
   type CompleteBranch,
   eventInsertOf,
   settleLeafLockParentTx,
@@ -146,9 +146,6 @@ const WORKFLOW_KINDS: ReadonlySet<string> = new Set(['sequential', 'parallel', '
 /** A branch's end as the batcher answers it: with the join's output when known (see {@link JobHint.output}). */
 type BranchOutcome = (CompleteBranch & { output?: string }) | 'retry';
 
-/** A branch's end as the batcher receives it. */
-type BranchEndRequest = BranchEnd & { invocationId: string; sessionId: string; parentPath: string };
-
 /** A workflow parent as a step last saw it. */
 interface ParentInfo {
   path: string;
@@ -220,8 +217,8 @@ export class Scheduler {
    * Ends of branches of one parallel parent that finish together go to the database as one statement (the parent's
    * row lock is taken once for them all, not once per branch in turn).
    */
-  private readonly branchEnds = new Batcher<string, BranchEndRequest, BranchOutcome>(async (_, requests) => {
-    const { invocationId, sessionId, parentPath } = requests[0] as BranchEndRequest;
+  private readonly branchEnds = new Batcher<string, ParentBranchEnd, BranchOutcome>(async (_, requests) => {
+    const { invocationId, sessionId, parentPath } = requests[0] as ParentBranchEnd;
     try {
       const results = await completeBranches(this.deps.store.db, {
         invocationId,
@@ -233,10 +230,10 @@ export class Scheduler {
       // branch had settled before it), if that one is a final response with text; otherwise unknown.
       let last: EventInsert | undefined;
       results.forEach((r, i) => {
-        const event = (requests[i] as BranchEndRequest).event;
+        const event = (requests[i] as ParentBranchEnd).event;
         if (r.outcome === 'done' && event) last = event;
       });
-      const output = last ? finalTextOfRow(last) : undefined;
+      const output = last ? finalTextOf(last) : undefined;
       return results.map((r) =>
         output !== undefined && r.outcome === 'done' && r.join ? { ...r, output } : r,
       );
@@ -1138,7 +1135,7 @@ export class Scheduler {
     if (decision.status !== 'running') {
       const output =
         decision.status === 'completed' && !parent.path.includes('/') && leafEvent
-          ? finalTextOf(leafEvent)
+          ? finalTextOf(leafEvent.row)
           : undefined;
       if (output === undefined) return 'general';
       finish = { output, escalated: decision.escalated ?? false };
@@ -1414,13 +1411,8 @@ function isInfrastructure(err: unknown): boolean {
   return isInfrastructureError(err);
 }
 
-/** The text of an event about to be stored if it is a final response (what `lastFinalText` would return for it). */
-function finalTextOf(prepared: PreparedEvent): string | undefined {
-  return finalTextOfRow(prepared.row);
-}
-
-/** {@link finalTextOf} of an event row as stored. */
-function finalTextOfRow(row: {
+/** The text of an event row if it is a final response (what `lastFinalText` would return for it). */
+function finalTextOf(row: {
   actions: unknown;
   content?: unknown;
   longRunningToolIds?: string[] | null;

@@ -687,36 +687,25 @@ export type CompleteBranch =
  * settled — the parent made runnable (`pending`, wake bumped) for the join, which the caller wakes (and the
  * reconciler recovers if that wake-up is lost). All or nothing.
  */
-export async function completeBranch(
-  db: Db,
-  input: {
-    invocationId: string;
-    sessionId: string;
-    parentPath: string;
-    childName: string;
-    /** The leaf's last event, stored with its end (one seq bump, one NOTIFY). */
-    event?: EventInsert;
-    leaf: {
-      path: string;
-      attempt: number;
-      fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
-    };
-  },
-): Promise<CompleteBranch> {
-  const { invocationId, sessionId, parentPath, ...branch } = input;
-  const [result] = await completeBranches(db, { invocationId, sessionId, parentPath, branches: [branch] });
-  return result as CompleteBranch;
-}
-
 /** One branch's end in {@link completeBranches}. */
 export interface BranchEnd {
   childName: string;
+  /** The leaf's last event, stored with its end (one seq bump, one NOTIFY). */
   event?: EventInsert;
   leaf: {
     path: string;
     attempt: number;
     fields: Pick<NodeRow, 'status' | 'escalated' | 'output' | 'error'>;
   };
+}
+
+/** A branch's end with the parent it belongs to. */
+export type ParentBranchEnd = BranchEnd & { invocationId: string; sessionId: string; parentPath: string };
+
+export async function completeBranch(db: Db, input: ParentBranchEnd): Promise<CompleteBranch> {
+  const { invocationId, sessionId, parentPath, ...branch } = input;
+  const [result] = await completeBranches(db, { invocationId, sessionId, parentPath, branches: [branch] });
+  return result as CompleteBranch;
 }
 
 const COMPLETE_BRANCHES = new HotStatement(() => {
