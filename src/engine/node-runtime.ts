@@ -46,13 +46,17 @@ export interface NodeRuntimeDeps {
  * and how to renew it (a fenced write that fails once another attempt claimed the node).
  */
 export class LeaseGuard {
-  private renewedAt = Date.now();
+  private renewedAt: number;
 
+  /** `leasedAt`: when the lease was taken or last renewed (Date.now()), when not now. */
   constructor(
     private readonly renewFn: () => Promise<boolean>,
     private readonly leaseMs: number,
     private readonly onLost: () => void,
-  ) {}
+    leasedAt: number = Date.now(),
+  ) {
+    this.renewedAt = leasedAt;
+  }
 
   /** Renews the lease; false (and `onLost`) when the attempt was superseded. */
   async renew(): Promise<boolean> {

@@ -124,6 +124,8 @@ interface Known {
   state: Json;
   /** The parent as that statement left it: lets the completion advance it in the same statement. */
   parent?: ParentInfo;
+  /** When the claim's lease started (Date.now()), when it is not now. */
+  leasedAt?: number;
 }
 
 /**
@@ -139,6 +141,11 @@ export interface JobHint {
    * branch (that batch stored the newest events under it): the join then needs no read of its events.
    */
   output?: string;
+  /**
+   * A leaf this process claimed in the statement that created it (a fan-out's branch, see
+   * {@link Scheduler.fanClaims}): the job runs it without a claim of its own, while the claim is fresh.
+   */
+  claimed?: Known & { at: number };
 }
 
 const WORKFLOW_KINDS: ReadonlySet<string> = new Set(['sequential', 'parallel', 'loop']);
@@ -207,6 +214,8 @@ export class Scheduler {
   private appsByHash: Map<string, RegisteredApp> | undefined;
   /** Set at shutdown: no new continuation is claimed. */
   private stopping = false;
+  /** Claims carried by job hints that a delivery already used (a redelivery claims again). */
+  private readonly usedClaims = new WeakSet<object>();
 
   /** Claims of jobs that arrive together (a fan-out's) go to the database as one statement. */
   private readonly claims = new Batcher<0, ClaimRequest, JobClaim | undefined>((_, requests) =>
@@ -277,6 +286,11 @@ export class Scheduler {
       if (agent instanceof WorkflowAgent) {
         return this.advanceWorkflow(hint.inv, job.path, agent, hint.node, hint.output);
       }
+      const claimed = this.takeClaim(hint);
+      if (agent && claimed && hint.node) {
+        const step = this.track(job.invocationId, job.path);
+        return this.runChain(hint.inv, hint.node, agent, step, claimed);
+      }
     }
     // One statement: the invocation, the node, and for a runnable leaf its claim and the state it sees.
     const step = this.track(job.invocationId, job.path);
@@ -321,6 +335,22 @@ export class Scheduler {
     const agent = this.agentOf(inv, node);
     if (agent instanceof WorkflowAgent) await this.advanceWorkflow(inv, node.path, agent);
     else await this.runLeaf(inv, node, agent);
+  }
+
+  /**
+   * The claim a job's hint carries, used once, and only while fresh: a job that waited in the queue past a
+   * quarter of the lease claims its node again the usual way (its own lease is re-claimable, with a new attempt).
+   */
+  private takeClaim(hint: JobHint): Known | undefined {
+    const claimed = hint.claimed;
+    if (!claimed || this.usedClaims.has(claimed)) return undefined;
+    this.usedClaims.add(claimed);
+    if (this.stopping || Date.now() - claimed.at > this.deps.leaseMs / 4) return undefined;
+    return {
+      state: claimed.state,
+      leasedAt: claimed.at,
+      ...(claimed.parent ? { parent: claimed.parent } : {}),
+    };
   }
 
   private appForHash(hash: string): RegisteredApp | undefined {
@@ -729,6 +759,7 @@ export class Scheduler {
       () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
       leaseMs,
       () => controller.abort(new AgentloomError('FENCED', 'lease lost: another worker took the node over')),
+      known?.leasedAt,
     );
     const renew = setInterval(
       () => {
@@ -1199,14 +1230,19 @@ export class Scheduler {
     slot: ContinuationSlot | undefined,
   ): AdvanceInput {
     const [only] = decision.start;
-    const claim =
+    const children = decision.start.flatMap((start) => this.childInserts(start));
+    const paths =
       slot?.allow &&
       !slot.taken &&
       decision.start.length === 1 &&
       only &&
       !(only.agent instanceof WorkflowAgent)
-        ? { path: only.path, owner: this.deps.owner, leaseMs: this.deps.leaseMs }
-        : undefined;
+        ? [only.path]
+        : slot?.allow
+          ? this.fanClaims(children)
+          : [];
+    const claim =
+      paths.length > 0 ? { paths, owner: this.deps.owner, leaseMs: this.deps.leaseMs } : undefined;
     return {
       invocationId: inv.id,
       sessionId: inv.sessionId,
@@ -1219,9 +1255,24 @@ export class Scheduler {
         output,
       },
       events: events.map((p) => eventInsertOf(p.row)),
-      children: decision.start.flatMap((start) => this.childInserts(start)),
+      children,
       ...(claim ? { claim } : {}),
     };
+  }
+
+  /**
+   * The new leaves (children, or grandchildren under a child inserted advanced) this process claims as it
+   * creates them, each run by a job of its own that needs no claim statement: at most as many as the queue would
+   * start at once, and only from a queue inside this process, which no other worker could take them from (a
+   * shared queue spreads a fan-out over the workers instead).
+   */
+  private fanClaims(children: readonly ChildInsert[]): string[] {
+    const idle = this.deps.queue.idleSlots?.() ?? 0;
+    if (idle <= 0) return [];
+    return children
+      .filter((c) => c.status === undefined && !WORKFLOW_KINDS.has(c.kind))
+      .slice(0, idle)
+      .map((c) => c.path);
   }
 
   /**
@@ -1266,22 +1317,45 @@ export class Scheduler {
     result: AdvanceResult,
     slot: ContinuationSlot | undefined,
   ): NodeJobRef[] {
-    if (result.continuation && slot) {
-      slot.taken = {
-        ...result.continuation,
-        parent: { path: node.path, agent: node.agent, branch: node.branch, checkpoint: decision.checkpoint },
-      };
+    const own: ParentInfo = {
+      path: node.path,
+      agent: node.agent,
+      branch: node.branch,
+      checkpoint: decision.checkpoint,
+    };
+    const claimed = result.claimed;
+    const [first] = claimed?.nodes ?? [];
+    const jobs: NodeJobRef[] = [];
+    if (claimed && first && slot && claimed.nodes.length === 1 && decision.start[0]?.path === first.path) {
+      // The next leaf of a sequence (the only child started): it runs in this job, right after this step.
+      slot.taken = { node: first, state: claimed.state, parent: own };
+    } else if (claimed) {
+      // A fan-out's leaves: each a job of this process's queue, carrying its claim.
+      const at = Date.now();
+      const created = new Map(result.created.map((c) => [c.path, c.node]));
+      for (const leaf of claimed.nodes) {
+        const parent = leaf.parentPath === node.path ? own : parentInfo(created.get(leaf.parentPath ?? ''));
+        const hint: JobHint = {
+          inv,
+          agent: leaf.agent,
+          node: leaf,
+          claimed: { state: claimed.state, at, ...(parent ? { parent } : {}) },
+        };
+        jobs.push({ invocationId: inv.id, path: leaf.path, wake: leaf.wake, hint });
+      }
     }
-    return result.created
-      .filter((c) => !c.claimed && c.node.status === 'pending')
-      .map((c) => ({
+    for (const c of result.created) {
+      if (c.claimed || c.node.status !== 'pending') continue;
+      jobs.push({
         invocationId: inv.id,
         path: c.path,
         wake: c.wake,
         ...(WORKFLOW_KINDS.has(c.node.kind)
           ? { hint: { inv, agent: c.node.agent, node: c.node } satisfies JobHint }
           : {}),
-      }));
+      });
+    }
+    return jobs;
   }
 
   /** A paused AgentTool / transfer child that is no longer paused (answered meanwhile). */

@@ -70,6 +70,11 @@ export interface StepQueue {
   /** Which adapter this is (logged, and shown by `status`). */
   readonly kind: 'local' | 'redis' | 'postgres';
   enqueue(jobs: readonly StepJob[], options?: EnqueueOptions): Promise<void>;
+  /**
+   * How many more jobs would start at once if enqueued now. Only a queue inside this process answers (its jobs
+   * can run nowhere else): a fan-out then claims that many of its new leaves for this process as it creates them.
+   */
+  idleSlots?(): number;
   /** Starts consuming with `handler`; returns a function that stops consuming. */
   process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming>;
   /** Resolves when the queue's backend answers (readiness checks); rejects otherwise. */

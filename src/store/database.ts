@@ -66,7 +66,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
     );
   }
   // Survives a server restart: no client's 'error' event goes unhandled (see createResilientPool).
-  const pool = createResilientPool(url, poolSize);
+  const pool = createResilientPool(url, poolSize, { genericPlans: true });
   const db = drizzlePg({ client: pool, schema }) as unknown as Db;
   // Reconnects by itself after a restart; waiters re-read through their reconnect hooks (see PgListener).
   const listener = new PgListener(url);

@@ -347,19 +347,19 @@ export interface ChildInsert {
 
 /** What {@link advanceNodeTx} wrote. */
 export interface AdvanceResult {
-  /** Children created (those that did not exist), with their wake numbers; `claimed` marks the continuation. */
+  /** Children created (those that did not exist), with their wake numbers; `claimed` marks those claimed here. */
   created: { path: string; wake: number; claimed: boolean; node: NodeRow }[];
   /** Seq and time of each inserted event, in order. */
   events: { seq: number; createdAt: Date }[];
-  /** The continuation child as claimed, and the state it sees. */
-  continuation?: { node: NodeRow; state: Json };
+  /** The children created already claimed (in the order of `claim.paths`), and the state they see. */
+  claimed?: { nodes: NodeRow[]; state: Json };
 }
 
 /**
  * A workflow node's advance, in one statement inside the caller's transaction (which holds the node's row lock):
  * its new status and checkpoint, its checkpoint events (which change no state: the caller checks) under one seq
- * bump of the session and one NOTIFY, and its new children. With `claim`, the child at `claim.path` is inserted
- * already claimed by `claim.owner` (attempt 1, leased), and the state it will see is read in the same statement.
+ * bump of the session and one NOTIFY, and its new children. With `claim`, the children at `claim.paths` are inserted
+ * already claimed by `claim.owner` (attempt 1, leased), and the state they will see is read in the same statement.
  */
 export async function advanceNodeTx(tx: Db, input: AdvanceInput): Promise<AdvanceResult> {
   const [row] = await ADVANCE.run<AdvanceRow>(tx, advanceValues(input));
@@ -379,7 +379,8 @@ export interface AdvanceInput {
   update: Pick<NodeRow, 'status' | 'checkpoint' | 'escalated' | 'error' | 'output'>;
   events: readonly EventInsert[];
   children: readonly ChildInsert[];
-  claim?: { path: string; owner: string; leaseMs: number };
+  /** New leaf children (or grandchildren) to insert already claimed by `owner`. */
+  claim?: { paths: readonly string[]; owner: string; leaseMs: number };
 }
 
 interface AdvanceRow {
@@ -408,7 +409,7 @@ function advanceValues(input: AdvanceInput): Record<string, unknown> {
       })),
     ),
     children: JSON.stringify(input.children),
-    claimPath: input.claim?.path ?? null,
+    claimPaths: JSON.stringify(input.claim?.paths ?? []),
     claimOwner: input.claim?.owner ?? null,
     claimLease: leaseInterval(input.claim?.leaseMs ?? 1),
   };
@@ -420,7 +421,8 @@ function advanceValues(input: AdvanceInput): Record<string, unknown> {
  */
 function advanceSql(guard: SQL) {
   const n = sql`${P('eventCount')}::int`;
-  const claimPath = sql`${P('claimPath')}::text`;
+  // Whether the child `c` is one of those to insert claimed (jsonb `?`: a string element of the array).
+  const claims = sql`${P('claimPaths')}::jsonb ? (c.v->>'path')`;
   const ctes = sql`upd as (
         update nodes set status = ${P('status')}, checkpoint = ${P('checkpoint')}::jsonb,
           escalated = ${P('escalated')}, error = ${P('error')}::jsonb, output = ${P('output')}, updated_at = now()
@@ -446,17 +448,18 @@ function advanceSql(guard: SQL) {
                            lease_owner, lease_expires_at)
         select ${P('id')}, c.v->>'path', coalesce(c.v->>'parentPath', ${P('path')}), c.v->>'agent', c.v->>'kind',
                c.v->>'branch',
-               case when c.v->>'path' = ${claimPath} then 'running' else coalesce(c.v->>'status', 'pending') end,
+               case when ${claims} then 'running' else coalesce(c.v->>'status', 'pending') end,
                coalesce(c.v->'checkpoint', '{}'::jsonb), 1,
-               case when c.v->>'path' = ${claimPath} then 1 else 0 end,
-               case when c.v->>'path' = ${claimPath} then ${P('claimOwner')}::text end,
-               case when c.v->>'path' = ${claimPath} then now() + ${P('claimLease')}::interval end
+               case when ${claims} then 1 else 0 end,
+               case when ${claims} then ${P('claimOwner')}::text end,
+               case when ${claims} then now() + ${P('claimLease')}::interval end
         from jsonb_array_elements(${P('children')}::jsonb) as c(v)
         where ${guard}
         on conflict do nothing
         returning *
       ),
-      inv as (select session_id, temp_state from invocations where id = ${P('id')} and ${claimPath} is not null),
+      inv as (select session_id, temp_state from invocations
+              where id = ${P('id')} and jsonb_array_length(${P('claimPaths')}::jsonb) > 0),
       started as (
         -- A queued invocation's first advance starts it (its first leaf may be claimed right here). No NOTIFY: see
         -- INVOCATIONS_CHANNEL.
@@ -466,7 +469,7 @@ function advanceSql(guard: SQL) {
       )`;
   const columns = sql`(select json_agg(row_to_json(ins)) from ins) as created,
         (select json_agg(json_build_object('seq', ev.seq, 'created_at', ev.created_at) order by ev.seq) from ev) as events,
-        case when exists (select 1 from ins where ins.path = ${claimPath}) then ${SCOPES_OF_INV} end as scopes,
+        case when exists (select 1 from ins where ins.lease_owner is not null) then ${SCOPES_OF_INV} end as scopes,
         (select count(*) from upd) as updated,
         case when (select followed from seqs) then pg_notify(${EVENTS_CHANNEL}, json_build_object(
           'sessionId', ${P('sessionId')}::text, 'seq', (select last_seq from seqs), 'invocationId', ${P('id')}::text)::text) end as notified`;
@@ -474,15 +477,16 @@ function advanceSql(guard: SQL) {
 }
 
 function advanceResult(input: AdvanceInput, row: AdvanceRow | undefined): AdvanceResult {
-  const claimPath = input.claim?.path;
   const created = (row?.created ?? []).map(nodeFromJson);
-  const continuationNode = claimPath === undefined ? undefined : created.find((c) => c.path === claimPath);
+  const byPath = new Map(created.map((c) => [c.path, c]));
+  const claimed = (input.claim?.paths ?? []).flatMap((path) => {
+    const node = byPath.get(path);
+    return node?.leaseOwner ? [node] : [];
+  });
   return {
-    created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.path === claimPath, node: c })),
+    created: created.map((c) => ({ path: c.path, wake: c.wake, claimed: c.leaseOwner !== null, node: c })),
     events: (row?.events ?? []).map((e) => ({ seq: Number(e.seq), createdAt: toDate(e.created_at) })),
-    ...(continuationNode
-      ? { continuation: { node: continuationNode, state: stateFromJson(row?.scopes) } }
-      : {}),
+    ...(claimed.length > 0 ? { claimed: { nodes: claimed, state: stateFromJson(row?.scopes) } } : {}),
   };
 }
 

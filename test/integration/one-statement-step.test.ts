@@ -84,7 +84,7 @@ describe('completing a leaf and advancing its parent in one statement', () => {
           },
         ],
         children: [{ path: 'seq/b', agent: 'b', kind: 'custom', branch: null }],
-        claim: { path: 'seq/b', owner: 'w1', leaseMs: 30_000 },
+        claim: { paths: ['seq/b'], owner: 'w1', leaseMs: 30_000 },
       },
     });
 
@@ -102,7 +102,8 @@ describe('completing a leaf and advancing its parent in one statement', () => {
     expect(result.outcome).toBe('done');
     if (result.outcome !== 'done') return;
     // The next leaf is created claimed by this worker, and the state it sees is returned with it.
-    expect(result.advance.continuation?.node).toMatchObject({
+    expect(result.advance.claimed?.nodes).toHaveLength(1);
+    expect(result.advance.claimed?.nodes[0]).toMatchObject({
       path: 'seq/b',
       status: 'running',
       attempt: 1,

@@ -89,3 +89,27 @@ describe('a batch of hot statements from independent callers', () => {
     expect(row).toMatchObject({ i: 7, text: 'alone' });
   });
 });
+
+/** A statement run alone: a named prepared statement of the connection. */
+const PROBE = new HotStatement(() => sql`select ${P('i')}::int + 1 as next /* plan probe */`);
+
+describe("the engine's connections", () => {
+  it('plan a prepared statement once (a generic plan from its first execution), not once per execution', async () => {
+    const one = await Store.open(await createTestDatabase(), { poolSize: 1 });
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect(await PROBE.run<{ next: number }>(one.db, { i })).toEqual([{ next: i + 1 }]);
+      }
+      // One connection: the probe's prepared statement is in this session's catalogue.
+      const [plans] = await queryRows<{ generic: number; custom: number }>(
+        one.db,
+        sql`select generic_plans::int as generic, custom_plans::int as custom from pg_prepared_statements
+            where statement like '%plan probe%' and statement not like '%pg_prepared_statements%'`,
+      );
+      // PostgreSQL's default plans each of the first five executions anew (custom plans).
+      expect(plans).toEqual({ generic: 3, custom: 0 });
+    } finally {
+      await one.close();
+    }
+  });
+});

@@ -1,0 +1,156 @@
+/**
+ * A fan-out's leaves claimed by the statement that creates them. With the in-process queue (which no other worker
+ * reads), the advance that creates a parallel's branches also claims them for this process, as many as its queue
+ * would start at once: they run without a claim statement each, and the worker's concurrency still bounds how
+ * many run. On PGlite and PostgreSQL.
+ */
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import {
+  BaseAgent,
+  createEvent,
+  ParallelAgent,
+  SequentialAgent,
+  type Engine,
+  type Event,
+} from '../../src/index.js';
+import { queryRows } from '../../src/store/database.js';
+import { backends, engineOn } from '../support/engines.js';
+
+function gate() {
+  let open: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+class Gated extends BaseAgent {
+  constructor(
+    name: string,
+    private readonly wait: Promise<void>,
+  ) {
+    super({ name });
+  }
+
+  protected override async *runImpl(): AsyncGenerator<Event, void, undefined> {
+    await this.wait;
+    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: this.name }] } });
+  }
+}
+
+interface Row {
+  path: string;
+  status: string;
+  attempt: number;
+  owned: boolean;
+  /** Never updated after its insert: claimed (if running) by the statement that created it. */
+  same: boolean;
+}
+
+const BRANCHES = 6;
+
+function fanApp(wait: Promise<void>) {
+  return new SequentialAgent({
+    name: 'root',
+    subAgents: [
+      new ParallelAgent({
+        name: 'fan',
+        subAgents: Array.from({ length: BRANCHES }, (_, i) => new Gated(`b${i}`, wait)),
+      }),
+      new Gated('join', Promise.resolve()),
+    ],
+  });
+}
+
+async function branches(engine: Engine, invocationId: string): Promise<Row[]> {
+  return queryRows<Row>(
+    engine.store.db,
+    sql`select path, status, attempt, lease_owner is not null as owned, created_at = updated_at as same
+        from nodes where invocation_id = ${invocationId} and path like 'root/fan/%' order by path`,
+  );
+}
+
+/** Polls until `ready` holds for the branch rows (or 20 s pass), and returns the last rows read. */
+async function until(engine: Engine, invocationId: string, ready: (rows: Row[]) => boolean): Promise<Row[]> {
+  let rows: Row[] = [];
+  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
+    rows = await branches(engine, invocationId);
+    if (ready(rows)) return rows;
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return rows;
+}
+
+async function texts(engine: Engine, invocationId: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of engine.events(invocationId)) {
+    const text = e.content?.parts[0]?.text;
+    if (e.author !== 'user' && text) out.push(text);
+  }
+  return out;
+}
+
+describe.each(backends)('a fan-out claimed as it is created ($name)', (backend) => {
+  it('inserts every branch running under this worker, attempt 1, with no statement of its own', async () => {
+    const g = gate();
+    const engine = await engineOn(backend, {
+      apps: [{ name: 'fan', agent: fanApp(g.promise) }],
+      worker: { concurrency: 16 },
+    });
+    try {
+      const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
+      const rows = await until(
+        engine,
+        run.invocationId,
+        (r) => r.length === BRANCHES && r.every((b) => b.status === 'running'),
+      );
+      expect(rows).toHaveLength(BRANCHES);
+      for (const row of rows) {
+        expect(row).toMatchObject({ status: 'running', attempt: 1, owned: true, same: true });
+      }
+      g.open();
+      expect((await engine.wait(run.invocationId)).status).toBe('completed');
+      const out = await texts(engine, run.invocationId);
+      expect(out.slice(0, BRANCHES).sort()).toEqual(
+        Array.from({ length: BRANCHES }, (_, i) => `b${i}`).sort(),
+      );
+      expect(out.slice(BRANCHES)).toEqual(['join']);
+    } finally {
+      g.open();
+      await engine.close();
+    }
+  });
+
+  it("claims no more branches than the worker's concurrency lets run; the rest are claimed by their jobs", async () => {
+    const g = gate();
+    const concurrency = 3;
+    const engine = await engineOn(backend, {
+      apps: [{ name: 'fan', agent: fanApp(g.promise) }],
+      worker: { concurrency },
+    });
+    try {
+      const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
+      const rows = await until(
+        engine,
+        run.invocationId,
+        (r) => r.length === BRANCHES && r.filter((b) => b.status === 'running').length === concurrency,
+      );
+      // Held at the gate: as many running as the worker runs at once, never more.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const held = await branches(engine, run.invocationId);
+      expect(held.filter((b) => b.status === 'running')).toHaveLength(concurrency);
+      expect(held.filter((b) => b.status === 'pending')).toHaveLength(BRANCHES - concurrency);
+      // Some were claimed by the statement that created them (the advancing job held one slot of the three).
+      const claimedAtCreation = rows.filter((b) => b.status === 'running' && b.same).length;
+      expect(claimedAtCreation).toBeGreaterThanOrEqual(1);
+      expect(claimedAtCreation).toBeLessThan(concurrency);
+      g.open();
+      expect((await engine.wait(run.invocationId)).status).toBe('completed');
+      const done = await branches(engine, run.invocationId);
+      expect(done.every((b) => b.status === 'completed' && b.attempt === 1)).toBe(true);
+      expect((await texts(engine, run.invocationId)).at(-1)).toBe('join');
+    } finally {
+      g.open();
+      await engine.close();
+    }
+  });
+});
