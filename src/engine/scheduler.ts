@@ -66,6 +66,7 @@ import {
   type JobClaim,
   completeAndAdvance,
   completeBranches,
+  endAndAdvanceParent,
   endAndWakeParent,
   type EventInsert,
   type ParentBranchEnd,
@@ -141,6 +142,8 @@ export interface JobHint {
    * branch (that batch stored the newest events under it): the join then needs no read of its events.
    */
   output?: string;
+  /** The node's parent as the batch that made the join runnable read it (a join then ends and advances in one). */
+  parent?: NodeRow;
   /**
    * A leaf this process claimed in the statement that created it (a fan-out's branch, see
    * {@link Scheduler.fanClaims}): the job runs it without a claim of its own, while the claim is fresh.
@@ -284,7 +287,7 @@ export class Scheduler {
     if (hint && hint.inv.id === job.invocationId && hint.inv.definitionHash === app.definitionHash) {
       const agent = app.agents.get(hint.agent);
       if (agent instanceof WorkflowAgent) {
-        return this.advanceWorkflow(hint.inv, job.path, agent, hint.node, hint.output);
+        return this.advanceWorkflow(hint.inv, job.path, agent, hint.node, hint.output, hint.parent);
       }
       const claimed = this.takeClaim(hint);
       if (agent && claimed && hint.node) {
@@ -527,12 +530,14 @@ export class Scheduler {
     agent: WorkflowAgent,
     seen?: NodeRow,
     output?: string,
+    parent?: NodeRow,
   ): Promise<void> {
     const slot: ContinuationSlot = { allow: !this.stopping };
     if (seen && !SETTLED.has(seen.status as NodeStatus)) {
       const fast =
-        (output !== undefined ? await this.endInOneStatement(inv, seen, agent, output, slot) : undefined) ??
-        (await this.advanceInOneStatement(inv, seen, agent, slot));
+        (output !== undefined
+          ? await this.endInOneStatement(inv, seen, agent, output, slot, parent)
+          : undefined) ?? (await this.advanceInOneStatement(inv, seen, agent, slot));
       if (fast) {
         await this.wake(fast, inv);
         if (slot.taken) await this.runContinuation(inv, slot.taken);
@@ -1039,12 +1044,17 @@ export class Scheduler {
     agent: WorkflowAgent,
     output: string,
     slot: ContinuationSlot,
+    knownParent?: NodeRow,
   ): Promise<NodeJobRef[] | undefined> {
     if (node.parentPath === null) return undefined;
     const decision = this.decideUnread(agent, node, undefined, true);
     if (decision?.status !== 'completed') return undefined;
     const prepared = this.prepareDecisionEvents(inv, node, decision);
     if (prepared.some((p) => p.changesState)) return undefined;
+    if (knownParent?.path === node.parentPath && knownParent.status === 'running') {
+      const merged = await this.endAndAdvance(inv, node, decision, prepared, output, knownParent, slot);
+      if (merged) return merged;
+    }
     let ended: Awaited<ReturnType<typeof endAndWakeParent>>;
     try {
       ended = await endAndWakeParent(this.deps.store.db, {
@@ -1083,6 +1093,48 @@ export class Scheduler {
       return this.afterAdvance(inv, parent, next, advanced.advance, slot);
     } catch (err) {
       if (isRetryableSqlError(err)) return [parentJob];
+      throw err;
+    }
+  }
+
+  /**
+   * {@link endInOneStatement} in one statement when the parent's row is known (read by the batch that made the
+   * join runnable) and its next decision needs nothing else: the node ends and the parent advances (its next leaf
+   * possibly claimed) together, see {@link endAndAdvanceParent}. Undefined when that does not apply or either
+   * changed meanwhile (nothing written).
+   */
+  private async endAndAdvance(
+    inv: InvocationRow,
+    node: NodeRow,
+    decision: WorkflowDecision,
+    prepared: readonly PreparedEvent[],
+    output: string,
+    parent: NodeRow,
+    slot: ContinuationSlot,
+  ): Promise<NodeJobRef[] | undefined> {
+    const parentAgent = this.deps.apps.get(inv.app)?.agents.get(parent.agent);
+    if (!(parentAgent instanceof WorkflowAgent)) return undefined;
+    const escalated = decision.escalated ?? false;
+    const next = this.decideUnread(parentAgent, parent, { path: node.path, status: 'completed', escalated });
+    if (!next) return undefined;
+    const nextEvents = this.prepareDecisionEvents(inv, parent, next);
+    if (nextEvents.some((p) => p.changesState)) return undefined;
+    try {
+      const result = await endAndAdvanceParent(this.deps.store.db, {
+        node: {
+          path: node.path,
+          expectedStatus: node.status,
+          expectedCheckpoint: node.checkpoint,
+          update: { status: 'completed', checkpoint: decision.checkpoint, escalated, output },
+        },
+        expectedParentCheckpoint: parent.checkpoint,
+        // The node's end events first, then the parent's: one seq bump, in this order.
+        advance: this.advanceInput(inv, parent, next, [...prepared, ...nextEvents], null, slot),
+      });
+      if (result.outcome === 'stale') return undefined;
+      return this.afterAdvance(inv, parent, next, result.advance, slot);
+    } catch (err) {
+      if (isRetryableSqlError(err)) return undefined;
       throw err;
     }
   }
@@ -1134,6 +1186,7 @@ export class Scheduler {
       agent: parent.agent,
       node,
       ...(result.output !== undefined ? { output: result.output } : {}),
+      ...(result.join.parent ? { parent: result.join.parent } : {}),
     };
     return [{ invocationId: inv.id, path, wake, hint }];
   }

@@ -57,6 +57,11 @@ export class InProcessQueue implements StepQueue {
     this.pump();
   }
 
+  idleSlots(): number {
+    if (!this.handler || this.stopped) return 0;
+    return Math.max(0, this.concurrency - this.active - this.waiting.length);
+  }
+
   async ping(): Promise<void> {
     if (this.stopped) throw new Error('the in-process queue is closed');
   }

@@ -672,13 +672,77 @@ export async function endAndWakeParent(
   return { outcome: 'done', parent: nodeFromJson(row.parent), advance: advanceResult(input.advance, row) };
 }
 
+const END_AND_ADVANCE_PARENT = new HotStatement(
+  () => {
+    const advance = advanceSql(sql`exists (select 1 from ended)`);
+    // The parent is locked first (then the node), as every statement here locks a parent before its child.
+    return sql`with p as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('path')} and ${runningByKey()}
+          and checkpoint = ${P('expected')}::jsonb
+        for update
+      ),
+      r as (
+        select 1 from nodes
+        where invocation_id = ${P('id')} and path = ${P('nodePath')} and status = ${P('nodeExpectedStatus')}
+          and checkpoint = ${P('nodeExpected')}::jsonb and exists (select 1 from p)
+        for update
+      ),
+      ended as (
+        update nodes set status = ${P('nodeStatus')}, checkpoint = ${P('nodeCheckpoint')}::jsonb,
+          escalated = ${P('nodeEscalated')}, output = ${P('nodeOutput')}, updated_at = now()
+        where invocation_id = ${P('id')} and path = ${P('nodePath')} and exists (select 1 from r)
+        returning 1
+      ),
+      ${advance.ctes}
+      select (select count(*) from ended) as ended, ${advance.columns}`;
+  },
+  { batched: true },
+);
+
+/**
+ * A workflow node's end and its running parent's advance as one autocommit statement, written only if both are
+ * still as the caller read them (the node: same status and checkpoint; the parent: running, same checkpoint): the
+ * node's final status, checkpoint and output, then the parent's advance (`advance`, whose events come after the
+ * node's end events, and whose new leaf may be claimed). No intermediate state: the parent goes from running to
+ * running. 'stale' (nothing written) otherwise: take {@link endAndWakeParent}'s path.
+ */
+export async function endAndAdvanceParent(
+  db: Db,
+  input: {
+    node: {
+      path: string;
+      expectedStatus: string;
+      expectedCheckpoint: Json;
+      update: { status: 'completed'; checkpoint: Json; escalated: boolean; output: string };
+    };
+    expectedParentCheckpoint: Json;
+    advance: AdvanceInput;
+  },
+): Promise<{ outcome: 'done'; advance: AdvanceResult } | { outcome: 'stale' }> {
+  const { node } = input;
+  const [row] = await END_AND_ADVANCE_PARENT.run<AdvanceRow & { ended: string | number }>(db, {
+    ...advanceValues(input.advance),
+    expected: JSON.stringify(input.expectedParentCheckpoint),
+    nodePath: node.path,
+    nodeExpectedStatus: node.expectedStatus,
+    nodeExpected: JSON.stringify(node.expectedCheckpoint),
+    nodeStatus: node.update.status,
+    nodeCheckpoint: JSON.stringify(node.update.checkpoint),
+    nodeEscalated: node.update.escalated,
+    nodeOutput: node.update.output,
+  });
+  if (Number(row?.ended ?? 0) === 0) return { outcome: 'stale' };
+  return { outcome: 'done', advance: advanceResult(input.advance, row) };
+}
+
 /** Statuses after which a child never runs again by itself (a parallel join waits for all its branches to reach one). */
 const SETTLED_SQL = sql`('completed', 'paused', 'failed', 'cancelled')`;
 
 /** What {@link completeBranch} did. */
 export type CompleteBranch =
   /** Settled and recorded; `join` is the parent's wake-up when this was the last branch to settle. */
-  | { outcome: 'done'; join?: { path: string; wake: number; node: NodeRow } }
+  | { outcome: 'done'; join?: { path: string; wake: number; node: NodeRow; parent?: NodeRow } }
   /** The attempt was superseded: nothing written. */
   | { outcome: 'fenced' }
   /** The parent is not running (or not there): nothing written; take the general path. */
@@ -747,7 +811,10 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
           wake = case when ${allSettled} then n.wake + 1 else n.wake end
         where n.invocation_id = ${P('id')} and n.path = ${P('parentPath')} and exists (select 1 from settled)
         returning case when n.status = 'pending' then n.wake end as wake,
-          case when n.status = 'pending' then row_to_json(n) end as node
+          case when n.status = 'pending' then row_to_json(n) end as node,
+          -- For the join: its own parent as it is, so the join can end it and advance that parent in one statement.
+          case when n.status = 'pending' then (select row_to_json(g) from nodes g
+            where g.invocation_id = n.invocation_id and g.path = n.parent_path) end as parent
       ),
       evs as (
         select row_number() over (order by ord) as k, count(*) over () as total, event
@@ -768,7 +835,7 @@ const COMPLETE_BRANCHES = new HotStatement(() => {
         returning seq
       )
       select (select count(*) from p) as parent_ok, (select json_agg(ord) from settled) as settled,
-        (select wake from upd) as wake, (select node from upd) as node,
+        (select wake from upd) as wake, (select node from upd) as node, (select parent from upd) as grand,
         (select pg_notify(${EVENTS_CHANNEL}, json_build_object('sessionId', ${P('sessionId')}::text,
           'seq', max(ev.seq), 'invocationId', ${P('id')}::text)::text) from ev
           having count(*) > 0 and (select followed from seqs)) as notified`;
@@ -788,6 +855,7 @@ export async function completeBranches(
     settled: (string | number)[] | null;
     wake: string | number | null;
     node: Json | null;
+    grand: Json | null;
   }>(db, {
     id: input.invocationId,
     sessionId: input.sessionId,
@@ -819,7 +887,12 @@ export async function completeBranches(
     if (i + 1 === first && row?.wake !== null && row?.wake !== undefined && row.node) {
       return {
         outcome: 'done',
-        join: { path: input.parentPath, wake: Number(row.wake), node: nodeFromJson(row.node) },
+        join: {
+          path: input.parentPath,
+          wake: Number(row.wake),
+          node: nodeFromJson(row.node),
+          ...(row.grand ? { parent: nodeFromJson(row.grand) } : {}),
+        },
       };
     }
     return { outcome: 'done' };

@@ -1,7 +1,8 @@
 /**
  * A parallel join decided from the checkpoint the last batch of branch ends returned (every branch's status and
- * escalation are recorded there), ended in one statement that makes the parent runnable, and the parent advanced
- * in a second: no transaction, no read of the branches. Escalation and output come out as the transactional join
+ * escalation are recorded there), and ended with its parent's advance in one statement (the parent, read by that
+ * batch, goes from running to running: it is never made runnable for a job of its own): no transaction, no read
+ * of the branches. Escalation and output come out as the transactional join
  * gives them. On PGlite and PostgreSQL (transactions counted on PostgreSQL, where each is a BEGIN sent).
  */
 import pg from 'pg';
@@ -100,6 +101,12 @@ describe.each(backends)('a parallel join from its checkpoint ($name)', (backend)
       // The newest branch event is the parallel's output, as the transactional join's read would give.
       expect(texts.at(-2)).toBe(node.output);
       if (backend.name === 'postgres') expect(transactions).toBe(0);
+      // The sequence was advanced by the join's statement itself: never woken (made pending) for a job of its own.
+      const [root] = await queryRows<{ status: string; wake: number }>(
+        engine.store.db,
+        sql`select status, wake from nodes where invocation_id = ${run.invocationId} and path = 'root'`,
+      );
+      expect(root).toEqual({ status: 'completed', wake: 1 });
     } finally {
       await engine.close();
     }
