@@ -46,7 +46,10 @@ export const sessions = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
-  (t) => [index('sessions_app_user_idx').on(t.app, t.userId, t.updatedAt)],
+  // Not on updated_at: every event bumps it (with last_seq), and an indexed column would make each bump a new
+  // index entry instead of a heap-only (HOT) update; a user's sessions are few enough to sort. The table's
+  // fillfactor (migration 0003) leaves room on each page for those updates.
+  (t) => [index('sessions_app_user_idx').on(t.app, t.userId)],
 );
 
 /** `app:` state, shared by every session of an app (keys stored without the prefix). */

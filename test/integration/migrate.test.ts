@@ -59,6 +59,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0000_init',
         '0001_invocations_list_idx',
         '0002_sessions_followed_until',
+        '0003_hot_updates',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
