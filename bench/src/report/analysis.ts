@@ -65,7 +65,11 @@ export function analysis(report: BenchReport): string {
         `are one statement and one commit (docs/semantics-additions.md H); the root's last step ends the invocation in ` +
         `that statement too; a running node is found by its primary key, never by scanning the running nodes of every ` +
         `run in flight; an event's NOTIFY is sent only while someone follows its session (NOTIFY serialises commits ` +
-        `database-wide). What would remove more: ${remove.join('; ')}.`,
+        `database-wide); the engine's connections plan each prepared statement once (\`plan_cache_mode = ` +
+        `force_generic_plan\`: by default PostgreSQL plans each of a statement's first five executions on a ` +
+        `connection anew, 1–2 ms for the larger ones); a session's seq bump and a parent's checkpoint update are ` +
+        `heap-only updates (no indexed column changes, and their tables leave room on each page), so they write no ` +
+        `index entries. What would remove more: ${remove.join('; ')}.`,
     );
   }
   const p2 = local?.profileW2;
@@ -88,7 +92,8 @@ export function analysis(report: BenchReport): string {
         `on NOTIFY's database-wide lock. In the engine's process: the pg driver ${n(driver, 0)}% of the wall time, ` +
         `drizzle-orm ${n(drizzle, 0)}%, socket writes ${n(socket, 0)}%, GC ${n(gc, 0)}%. What is left is CPU on both ` +
         `sides: on the server, each step's statement (it settles the leaf, advances the parent, stores the event and ` +
-        `inserts and claims the next leaf: five row writes and about 3 KiB of WAL); in the engine, building each ` +
+        `inserts and claims the next leaf: five row writes, two of them heap-only, and about 3 KiB of WAL); in the ` +
+        `engine, building each ` +
         `step's values and parsing its answer. Fewer row versions per step (the leaf's insert and its completion could ` +
         `be one row write when the step is short) and a leaner answer would reduce both.`,
     );
@@ -101,17 +106,20 @@ export function analysis(report: BenchReport): string {
       `**W3** (${n(w3.figure.median, 0)} ms, of which 200 ms is the leaves' sleep; the design floor took ` +
         `${n(floor3?.median, 0)} ms in this run): 51 leaf steps of ${n(c3.statements, 1)} statements and ` +
         `${n(c3.writeTransactions)} write transactions each. Branches no longer queue on the parent's row one by one: ` +
-        `a branch's end records its status in the parent's checkpoint without reading its siblings, the jobs of the ` +
-        `fan-out are claimed in one statement, and branches of one parent that end together are written in one ` +
-        `statement (group commit in the worker); the root's advance inserts the parallel already advanced, with its ` +
-        `branches, so the parallel takes no statement of its own before the sleep; and the join takes no ` +
+        `a branch's end records its status in the parent's checkpoint without reading its siblings, and branches of ` +
+        `one parent that end together are written in one statement (group commit in the worker); the root's advance ` +
+        `inserts the parallel already advanced, with its branches, and — the queue being in this process, which no ` +
+        `other worker reads — claims them for this worker as it inserts them (as many as the queue would start at ` +
+        `once), so the branches start with no statement of their own; and the join is one statement without a ` +
         `transaction: the last batch of ends returns the parallel's checkpoint (every branch's status and escalation ` +
-        `are recorded there), one statement ends the parallel and makes the root runnable, a second advances the root ` +
-        `and claims the join leaf. What remains is a chain of round trips on each side of the sleep: before it, the ` +
-        `enqueue, the root's advance and the batched claim of the 50 branches, then starting 50 steps in one process; ` +
-        `after it, the batched ends, the join's two statements and the join leaf. Claiming the branches in the ` +
-        `statement that creates them, and ending the parallel in the statement that ends its last branches, would ` +
-        `remove two more.` +
+        `are recorded there) and the root's row, and one statement ends the parallel, advances the root and claims the ` +
+        `join leaf (both rows guarded: as read, or nothing is written). What remains is a chain of round trips on ` +
+        `each side of the sleep: before it, the enqueue and the root's advance, then starting 50 steps in one process; ` +
+        `after it, the batched ends (two batches when the 50 timers' callbacks take longer than the first batch's ` +
+        `round trip: they lock the same parent row, so the second waits for the first), the join's statement and the ` +
+        `join leaf's, then \`wait\`'s read. The first measured runs are the slowest: each pool connection plans a ` +
+        `statement the first time it runs it, and W3's statements are run too rarely to have reached every ` +
+        `connection.` +
         (floor3 && floor3.median > 230
           ? ` The target (230 ms) is below what the design floor itself took in this run.`
           : ''),
