@@ -6,36 +6,10 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import {
-  BaseAgent,
-  createEvent,
-  ParallelAgent,
-  SequentialAgent,
-  type Engine,
-  type Event,
-} from '../../src/index.js';
+import { ParallelAgent, SequentialAgent, type Engine } from '../../src/index.js';
 import { queryRows } from '../../src/store/database.js';
+import { gate, GatedLeaf } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
-
-function gate() {
-  let open: () => void = () => undefined;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
-
-class Gated extends BaseAgent {
-  constructor(
-    name: string,
-    private readonly wait: Promise<void>,
-  ) {
-    super({ name });
-  }
-
-  protected override async *runImpl(): AsyncGenerator<Event, void, undefined> {
-    await this.wait;
-    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: this.name }] } });
-  }
-}
 
 interface Row {
   path: string;
@@ -54,9 +28,9 @@ function fanApp(wait: Promise<void>) {
     subAgents: [
       new ParallelAgent({
         name: 'fan',
-        subAgents: Array.from({ length: BRANCHES }, (_, i) => new Gated(`b${i}`, wait)),
+        subAgents: Array.from({ length: BRANCHES }, (_, i) => new GatedLeaf(`b${i}`, wait)),
       }),
-      new Gated('join', Promise.resolve()),
+      new GatedLeaf('join', Promise.resolve()),
     ],
   });
 }

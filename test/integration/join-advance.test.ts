@@ -52,7 +52,11 @@ describe("a node's end with its parent's advance in one statement", () => {
     return session.id;
   }
 
-  const join = (id: string, sessionId: string, seen: { parent: object; node: object }) =>
+  const join = (
+    id: string,
+    sessionId: string,
+    seen: { parent: Record<string, unknown>; node: Record<string, unknown> },
+  ) =>
     endAndAdvanceParent(store.db, {
       node: {
         path: 'seq/par',

@@ -5,36 +5,10 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import {
-  BaseAgent,
-  createEvent,
-  LoopAgent,
-  ParallelAgent,
-  SequentialAgent,
-  type Event,
-} from '../../src/index.js';
+import { LoopAgent, ParallelAgent, SequentialAgent } from '../../src/index.js';
 import { queryRows } from '../../src/store/database.js';
+import { gate, GatedLeaf } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
-
-function gate() {
-  let open: () => void = () => undefined;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
-
-class Gated extends BaseAgent {
-  constructor(
-    name: string,
-    private readonly wait: Promise<void>,
-  ) {
-    super({ name });
-  }
-
-  protected override async *runImpl(): AsyncGenerator<Event, void, undefined> {
-    await this.wait;
-    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: this.name }] } });
-  }
-}
 
 interface Row {
   path: string;
@@ -51,11 +25,11 @@ describe.each(backends)('a workflow child advanced by the statement that creates
       subAgents: [
         new ParallelAgent({
           name: 'fan',
-          subAgents: [new Gated('b1', g.promise), new Gated('b2', g.promise)],
+          subAgents: [new GatedLeaf('b1', g.promise), new GatedLeaf('b2', g.promise)],
         }),
-        new SequentialAgent({ name: 'inner', subAgents: [new Gated('c', Promise.resolve())] }),
+        new SequentialAgent({ name: 'inner', subAgents: [new GatedLeaf('c', Promise.resolve())] }),
         // Its first advance writes a checkpoint event: created pending, advanced by its own job.
-        new LoopAgent({ name: 'loop', maxIterations: 1, subAgents: [new Gated('d', Promise.resolve())] }),
+        new LoopAgent({ name: 'loop', maxIterations: 1, subAgents: [new GatedLeaf('d', Promise.resolve())] }),
       ],
     });
     const engine = await engineOn(backend, { apps: [{ name: 'nest', agent }] });

@@ -1,7 +1,10 @@
 /** Small builders for test agents driven by scripted models. */
 import {
+  BaseAgent,
+  createEvent,
   LlmAgent,
   ScriptedModel,
+  type Event,
   type LlmAgentOptions,
   type ModelReply,
   type ScriptedTurn,
@@ -32,4 +35,26 @@ export function call(
   args: Record<string, unknown> = {},
 ): { functionCalls: { name: string; args: Record<string, unknown> }[] } {
   return { functionCalls: [{ name, args }] };
+}
+
+/** A promise and the function that resolves it. */
+export function gate(): { promise: Promise<void>; open: () => void } {
+  let open: () => void = () => undefined;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/** A custom leaf that waits for `wait`, then says its name (one event) and ends. */
+export class GatedLeaf extends BaseAgent {
+  constructor(
+    name: string,
+    private readonly wait: Promise<void>,
+  ) {
+    super({ name });
+  }
+
+  protected override async *runImpl(): AsyncGenerator<Event, void, undefined> {
+    await this.wait;
+    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: this.name }] } });
+  }
 }
