@@ -1379,7 +1379,14 @@ export class Scheduler {
     const claimed = result.claimed;
     const [first] = claimed?.nodes ?? [];
     const jobs: NodeJobRef[] = [];
-    if (claimed && first && slot && claimed.nodes.length === 1 && decision.start[0]?.path === first.path) {
+    if (
+      claimed &&
+      first &&
+      slot &&
+      !slot.taken &&
+      claimed.nodes.length === 1 &&
+      decision.start[0]?.path === first.path
+    ) {
       // The next leaf of a sequence (the only child started): it runs in this job, right after this step.
       slot.taken = { node: first, state: claimed.state, parent: own };
     } else if (claimed) {
