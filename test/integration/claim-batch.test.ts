@@ -4,10 +4,10 @@
  * once (separate pools, so separate connections) never both win a node. On PostgreSQL.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { insertInvocationTx } from '../../src/store/invocations.js';
-import { getNode, insertNodeTx, updateNodeTx } from '../../src/store/nodes.js';
+import { getNode, updateNodeTx } from '../../src/store/nodes.js';
 import { claimForJobs } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
+import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';
 
 const LEASE_MS = 60_000;
@@ -21,37 +21,25 @@ describe('claiming a batch of jobs in one statement', () => {
   async function setUp(id: string, n: number, hash = 'h') {
     url ??= await createTestDatabase();
     store ??= await Store.open(url);
-    const session = await store.createSession({ app: 'fan', userId: 'u' });
-    await store.transaction(async (tx) => {
-      await insertInvocationTx(tx, {
-        id,
-        app: 'fan',
-        sessionId: session.id,
-        userId: 'u',
-        rootAgent: 'par',
-        definitionHash: hash,
-        status: 'queued',
-        maxLlmCalls: 10,
-      });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'par',
-        parentPath: null,
-        agent: 'par',
-        kind: 'parallel',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'par', { status: 'running', checkpoint: { children: {} } });
-      for (let i = 0; i < n; i++) {
-        await insertNodeTx(tx, {
-          invocationId: id,
+    await seedRun(store, {
+      id,
+      app: 'fan',
+      status: 'queued',
+      definitionHash: hash,
+      nodes: [
+        {
+          path: 'par',
+          agent: 'par',
+          kind: 'parallel',
+          set: { status: 'running', checkpoint: { children: {} } },
+        },
+        ...Array.from({ length: n }, (_, i) => ({
           path: `par/b${i}`,
-          parentPath: 'par',
           agent: `b${i}`,
           kind: 'custom',
           branch: `par.b${i}.${i}`,
-        });
-      }
+        })),
+      ],
     });
   }
 

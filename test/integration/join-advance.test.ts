@@ -3,10 +3,10 @@
  * only when both are exactly as the caller read them, all or nothing. On PostgreSQL.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { insertInvocationTx } from '../../src/store/invocations.js';
-import { getNode, insertNodeTx, updateNodeTx } from '../../src/store/nodes.js';
+import { getNode } from '../../src/store/nodes.js';
 import { endAndAdvanceParent } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
+import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';
 
 const JOINED = { children: { b1: 'completed', b2: 'completed' } };
@@ -18,38 +18,19 @@ describe("a node's end with its parent's advance in one statement", () => {
   /** A running sequence `seq` whose first child, the parallel `seq/par`, is pending for its join. */
   async function setUp(id: string): Promise<string> {
     store ??= await Store.open(await createTestDatabase(), { poolSize: 4 });
-    const session = await store.createSession({ app: 'a', userId: 'u' });
-    await store.transaction(async (tx) => {
-      await insertInvocationTx(tx, {
-        id,
-        app: 'a',
-        sessionId: session.id,
-        userId: 'u',
-        rootAgent: 'seq',
-        definitionHash: 'h',
-        status: 'running',
-        maxLlmCalls: 10,
-      });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'seq',
-        parentPath: null,
-        agent: 'seq',
-        kind: 'sequential',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'seq', { status: 'running', checkpoint: { completedSubAgents: 0 } });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'seq/par',
-        parentPath: 'seq',
-        agent: 'par',
-        kind: 'parallel',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'seq/par', { status: 'pending', checkpoint: JOINED });
+    return seedRun(store, {
+      id,
+      app: 'a',
+      nodes: [
+        {
+          path: 'seq',
+          agent: 'seq',
+          kind: 'sequential',
+          set: { status: 'running', checkpoint: { completedSubAgents: 0 } },
+        },
+        { path: 'seq/par', agent: 'par', kind: 'parallel', set: { status: 'pending', checkpoint: JOINED } },
+      ],
     });
-    return session.id;
   }
 
   const join = (

@@ -4,10 +4,11 @@
  * the parent is no longer at the checkpoint the decision was computed from. On PostgreSQL, with real rows.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { getInvocation, insertInvocationTx } from '../../src/store/invocations.js';
-import { insertNodeTx, nodesAt, updateNodeTx } from '../../src/store/nodes.js';
+import { getInvocation } from '../../src/store/invocations.js';
+import { nodesAt, updateNodeTx } from '../../src/store/nodes.js';
 import { completeAndAdvance } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
+import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';
 
 describe('completing a leaf and advancing its parent in one statement', () => {
@@ -17,38 +18,24 @@ describe('completing a leaf and advancing its parent in one statement', () => {
   /** An invocation with a running sequence `seq` (checkpoint 0) and its running leaf `seq/a` (attempt 1). */
   async function setUp(id: string) {
     store ??= await Store.open(await createTestDatabase());
-    const session = await store.createSession({ app: 'steps', userId: 'u' });
-    await store.transaction(async (tx) => {
-      await insertInvocationTx(tx, {
-        id,
-        app: 'steps',
-        sessionId: session.id,
-        userId: 'u',
-        rootAgent: 'seq',
-        definitionHash: 'h',
-        status: 'running',
-        maxLlmCalls: 10,
-      });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'seq',
-        parentPath: null,
-        agent: 'seq',
-        kind: 'sequential',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'seq', { status: 'running', checkpoint: { completedSubAgents: 0 } });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'seq/a',
-        parentPath: 'seq',
-        agent: 'a',
-        kind: 'custom',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'seq/a', { status: 'running', attempt: 1, leaseOwner: 'w1' });
+    return seedRun(store, {
+      id,
+      app: 'steps',
+      nodes: [
+        {
+          path: 'seq',
+          agent: 'seq',
+          kind: 'sequential',
+          set: { status: 'running', checkpoint: { completedSubAgents: 0 } },
+        },
+        {
+          path: 'seq/a',
+          agent: 'a',
+          kind: 'custom',
+          set: { status: 'running', attempt: 1, leaseOwner: 'w1' },
+        },
+      ],
     });
-    return session.id;
   }
 
   const step = (id: string, sessionId: string, attempt: number, expected: Record<string, unknown>) =>

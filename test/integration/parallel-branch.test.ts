@@ -5,11 +5,11 @@
  * (the setting in which a read-modify-write of the checkpoint would lose a sibling's record).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { insertInvocationTx } from '../../src/store/invocations.js';
-import { getNode, insertNodeTx, reconcileNodes, updateNodeTx } from '../../src/store/nodes.js';
+import { getNode, reconcileNodes, updateNodeTx } from '../../src/store/nodes.js';
 import { listEvents } from '../../src/store/events.js';
 import { completeBranch, completeBranches, type BranchEnd } from '../../src/store/steps.js';
 import { Store } from '../../src/store/store.js';
+import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';
 
 const BRANCHES = 24;
@@ -23,42 +23,21 @@ describe('ending a parallel branch in one statement', () => {
   async function setUp(id: string, n: number) {
     // A pool of 12 connections: the branches' statements really run side by side.
     store ??= await Store.open(await createTestDatabase(), { poolSize: 12 });
-    const session = await store.createSession({ app: 'fan', userId: 'u' });
     const children = Object.fromEntries(Array.from({ length: n }, (_, i) => [name(i), 'pending']));
-    await store.transaction(async (tx) => {
-      await insertInvocationTx(tx, {
-        id,
-        app: 'fan',
-        sessionId: session.id,
-        userId: 'u',
-        rootAgent: 'par',
-        definitionHash: 'h',
-        status: 'running',
-        maxLlmCalls: 10,
-      });
-      await insertNodeTx(tx, {
-        invocationId: id,
-        path: 'par',
-        parentPath: null,
-        agent: 'par',
-        kind: 'parallel',
-        branch: null,
-      });
-      await updateNodeTx(tx, id, 'par', { status: 'running', checkpoint: { children } });
-      for (let i = 0; i < n; i++) {
-        const path = `par/${name(i)}`;
-        await insertNodeTx(tx, {
-          invocationId: id,
-          path,
-          parentPath: 'par',
+    const sessionId = await seedRun(store, {
+      id,
+      app: 'fan',
+      nodes: [
+        { path: 'par', agent: 'par', kind: 'parallel', set: { status: 'running', checkpoint: { children } } },
+        ...Array.from({ length: n }, (_, i) => ({
+          path: `par/${name(i)}`,
           agent: name(i),
           kind: 'custom',
-          branch: null,
-        });
-        await updateNodeTx(tx, id, path, { status: 'running', attempt: 1, leaseOwner: 'w' });
-      }
+          set: { status: 'running', attempt: 1, leaseOwner: 'w' },
+        })),
+      ],
     });
-    sessions.set(id, session.id);
+    sessions.set(id, sessionId);
   }
   const sessions = new Map<string, string>();
 
