@@ -38,7 +38,7 @@ export interface ClaimedLeaf {
 /** Runs a claimed leaf and commits its outcome; the result names the leaf its commit claimed next, if any. */
 export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepResult> {
   const { inv, claimed, agent, controller, known } = leaf;
-  const { store, leaseMs } = env.deps;
+  const { store } = env.deps;
   const log = stepLog(env, inv, claimed.path, claimed.attempt);
   log.debug('step claimed');
   const started = performance.now();
@@ -51,28 +51,7 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
       outcome,
       durationMs: performance.now() - started,
     });
-  const lease = new LeaseGuard(
-    () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
-    leaseMs,
-    () => controller.abort(new AgentloomError('FENCED', 'lease lost: another worker took the node over')),
-    known?.leasedAt,
-  );
-  const renew = setInterval(
-    () => {
-      lease.renew().catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
-    },
-    Math.max(50, Math.floor(leaseMs / 3)),
-  );
-  const maxStepMs = agent.maxStepMs ?? env.deps.maxStepMs;
-  const deadline = setTimeout(() => {
-    controller.abort(
-      new AgentloomError(
-        'TIMEOUT',
-        `step of agent "${agent.name}" ran longer than maxStepMs (${maxStepMs} ms); raise maxStepMs on the agent or the engine if it needs longer`,
-        { details: { nodePath: claimed.path, maxStepMs } },
-      ),
-    );
-  }, maxStepMs);
+  const guard = guardStep(env, leaf, log);
   let runtime: EngineNodeRuntime | undefined;
   try {
     const [journal, state] = await Promise.all([
@@ -82,7 +61,7 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
         : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
       known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
     ]);
-    runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, lease);
+    runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, guard.lease);
     let outcome: LeafOutcome | NodeSuspended;
     try {
       // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
@@ -133,9 +112,46 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
     return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
   } finally {
     runtime?.discardDeferred();
-    clearInterval(renew);
-    clearTimeout(deadline);
+    guard.stop();
   }
+}
+
+/**
+ * The step's guards while it runs: its lease, renewed every third of it (a lost lease aborts the step: FENCED), and
+ * its deadline (`maxStepMs` of the agent or the engine: TIMEOUT). `stop` clears both.
+ */
+function guardStep(env: StepEnv, leaf: ClaimedLeaf, log: Logger): { lease: LeaseGuard; stop: () => void } {
+  const { inv, claimed, agent, controller, known } = leaf;
+  const { store, leaseMs } = env.deps;
+  const lease = new LeaseGuard(
+    () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
+    leaseMs,
+    () => controller.abort(new AgentloomError('FENCED', 'lease lost: another worker took the node over')),
+    known?.leasedAt,
+  );
+  const renew = setInterval(
+    () => {
+      lease.renew().catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+  const maxStepMs = agent.maxStepMs ?? env.deps.maxStepMs;
+  const deadline = setTimeout(() => {
+    controller.abort(
+      new AgentloomError(
+        'TIMEOUT',
+        `step of agent "${agent.name}" ran longer than maxStepMs (${maxStepMs} ms); raise maxStepMs on the agent or the engine if it needs longer`,
+        { details: { nodePath: claimed.path, maxStepMs } },
+      ),
+    );
+  }, maxStepMs);
+  return {
+    lease,
+    stop: () => {
+      clearInterval(renew);
+      clearTimeout(deadline);
+    },
+  };
 }
 
 /** Gives up a step stopped by shutdown: its lease ends now and a new wake-up lets any worker take it at once. */
