@@ -5,7 +5,8 @@
  *
  * Flags: `--quick` (tiny scale for developing the suite; writes to bench/results/quick/ only), `--only a,b`
  * (run only these suites; the report then covers only them), `--render` (run nothing: re-render the report and
- * chart from the results.json already there).
+ * chart from the results.json already there), `--baseline FILE [--baseline-label TEXT]` (compare with the
+ * results.json of another run on this machine, e.g. of the code before a change: a "Before and after" section).
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync, existsSync } from 'node:fs';
@@ -14,6 +15,7 @@ import { join } from 'node:path';
 import { BENCH, FULL, QUICK, REPO, type BenchContext, type Scale } from './context.js';
 import { errorText, type SuiteResult } from './measure.js';
 import { collectMachine, loadAverage } from './report/machine.js';
+import type { Baseline } from './report/baseline.js';
 import { evaluateTargets, type BenchReport } from './report/targets.js';
 import { renderChart } from './report/chart.js';
 import { renderMarkdown } from './report/markdown.js';
@@ -27,12 +29,27 @@ const SUITE_TIMEOUT_MS = 15 * 60_000;
 /** Suites that need PostgreSQL restarted with track_commit_timestamp=on. */
 const NEEDS_COMMIT_TIMESTAMPS = new Set(['w6']);
 
-function parseArgs(argv: string[]): { scale: Scale; only: string[] | undefined } {
+function parseArgs(argv: string[]): {
+  scale: Scale;
+  only: string[] | undefined;
+  baseline: Baseline | undefined;
+} {
   const quick = argv.includes('--quick');
-  const onlyIndex = argv.indexOf('--only');
-  const only = onlyIndex >= 0 ? (argv[onlyIndex + 1] ?? '').split(',').filter(Boolean) : undefined;
+  const value = (flag: string): string | undefined => {
+    const index = argv.indexOf(flag);
+    return index >= 0 ? argv[index + 1] : undefined;
+  };
+  const only = value('--only')?.split(',').filter(Boolean);
   for (const name of only ?? []) if (!SUITES[name]) throw new Error(`unknown suite ${name}`);
-  return { scale: quick ? QUICK : FULL, only };
+  const file = value('--baseline');
+  let baseline: Baseline | undefined;
+  if (file) {
+    if (!existsSync(file))
+      throw new Error(`--baseline ${file}: no such file; give the results.json of an earlier run`);
+    const { baseline: _nested, ...report } = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
+    baseline = { label: value('--baseline-label') ?? `baseline run (${file})`, report };
+  }
+  return { scale: quick ? QUICK : FULL, only, baseline };
 }
 
 function runSuite(name: string, ctx: BenchContext): Promise<SuiteResult> {
@@ -99,14 +116,14 @@ async function writeOutputs(
 }
 
 async function main(): Promise<void> {
-  const { scale, only } = parseArgs(process.argv.slice(2));
+  const { scale, only, baseline } = parseArgs(process.argv.slice(2));
   const names = Object.keys(SUITES).filter((n) => !only || only.includes(n));
   const outDir = scale.name === 'quick' ? join(BENCH, 'results/quick') : join(BENCH, 'results');
   const reportPath = scale.name === 'quick' ? join(outDir, 'BENCHMARKS.md') : join(REPO, 'BENCHMARKS.md');
   mkdirSync(outDir, { recursive: true });
   if (process.argv.includes('--render')) {
     const report = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as BenchReport;
-    return writeOutputs(report, { outDir, reportPath });
+    return writeOutputs(baseline ? { ...report, baseline } : report, { outDir, reportPath });
   }
   const work = mkdtempSync(join(tmpdir(), 'agentloom-bench-'));
   chmodSync(work, 0o755);
@@ -152,6 +169,7 @@ async function main(): Promise<void> {
       machine,
       postgresSettings: postgres.settings,
       suites: results,
+      ...(baseline ? { baseline } : {}),
     };
     await writeOutputs(report, { outDir, reportPath });
     console.log(`bench: done in ${report.minutes.toFixed(1)} min`);

@@ -7,6 +7,7 @@ import { relative, dirname } from 'node:path';
 import type { CountsPerStep, Figure, SuiteResult } from '../measure.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
 import { analysis } from './analysis.js';
+import { baselineSection } from './baseline.js';
 import {
   best,
   counts,
@@ -402,6 +403,7 @@ ${ratiosTable(report, 'w2')}
 
 ${ratiosTable(report, 'w3')}
 
+${baselineSection(report)}
 ## Database work per step
 
 Per leaf step (W3: per leaf, branches and join). Statements include BEGIN/COMMIT; write transactions are commit records in the WAL.

@@ -4,6 +4,7 @@
  */
 import type { Scale } from '../context.js';
 import type { CountsPerStep, Figure, SuiteResult } from '../measure.js';
+import type { Baseline } from './baseline.js';
 import type { Machine } from './machine.js';
 
 /** Everything one run produced (results.json). */
@@ -17,6 +18,8 @@ export interface BenchReport {
   postgresSettings: Record<string, string>;
   suites: SuiteResult[];
   targets?: Target[];
+  /** The run this one is compared with (`--baseline`), see baseline.ts. */
+  baseline?: Baseline;
 }
 
 /** One target and whether this run meets it. */
