@@ -7,7 +7,8 @@ import { WorkflowAgent, type ChildStart, type ChildView, type WorkflowDecision }
 import { prepareEvent, type PreparedEvent } from '../store/events.js';
 import type { InvocationRow } from '../store/invocations.js';
 import type { NodeJobRef } from '../store/nodes.js';
-import { eventInsertOf, type AdvanceInput, type AdvanceResult, type ChildInsert } from '../store/steps.js';
+import type { AdvanceInput, AdvanceResult, ChildInsert } from '../store/step-advance.js';
+import { eventInsertOf } from '../store/step-rows.js';
 import {
   nodeKind,
   parentInfo,

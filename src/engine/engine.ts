@@ -25,7 +25,8 @@ import {
 } from '../store/nodes.js';
 import { createSessionTx, getSession } from '../store/sessions.js';
 import { applyToState, assertPlainObject, touches } from '../store/state.js';
-import { eventInsertOf, insertInvocationInNewSession } from '../store/steps.js';
+import { insertInvocationInNewSession } from '../store/new-session-invocation.js';
+import { eventInsertOf } from '../store/step-rows.js';
 import type { Store } from '../store/store.js';
 import { invocationWithPending } from '../store/tool-requests.js';
 import type { Tool } from '../tools/tool.js';

@@ -13,7 +13,7 @@ import {
   type InvocationRow,
 } from '../store/invocations.js';
 import { claimLeafTx, type NodeRow } from '../store/nodes.js';
-import { claimForJob, claimForJobs, type ClaimRequest, type JobClaim } from '../store/steps.js';
+import { claimForJob, claimForJobs, type ClaimRequest, type JobClaim } from '../store/step-claims.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import type { ChainLink } from './continuation.js';
 import type { TrackedStep } from './local-steps.js';

@@ -7,7 +7,8 @@ import type { ChildView, WorkflowAgent, WorkflowDecision } from '../agents/workf
 import type { PreparedEvent } from '../store/events.js';
 import type { InvocationRow } from '../store/invocations.js';
 import type { NodeJobRef, NodeRow } from '../store/nodes.js';
-import { advanceIfUnchanged, endAndAdvanceParent, endAndWakeParent } from '../store/steps.js';
+import { advanceIfUnchanged } from '../store/step-advance.js';
+import { endAndAdvanceParent, endAndWakeParent } from '../store/workflow-end.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import {
   advanceInput,

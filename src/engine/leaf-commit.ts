@@ -20,7 +20,7 @@ import {
   type NodeJobRef,
   type NodeRow,
 } from '../store/nodes.js';
-import { completeAndAdvance, settleLeafLockParentTx } from '../store/steps.js';
+import { completeAndAdvance, settleLeafLockParentTx } from '../store/leaf-completion.js';
 import { cancelToolRequestsTx, insertToolRequestsTx, anyAnswered } from '../store/tool-requests.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import {

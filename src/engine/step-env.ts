@@ -11,7 +11,7 @@ import { AgentloomError } from '../core/errors.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import type { InvocationRow } from '../store/invocations.js';
 import type { NodeJobRef, NodeRow } from '../store/nodes.js';
-import type { CompleteBranch, ParentBranchEnd } from '../store/steps.js';
+import type { CompleteBranch, ParentBranchEnd } from '../store/branch-ends.js';
 import type { Store } from '../store/store.js';
 import type { LocalSteps } from './local-steps.js';
 import type { NodeRuntimeDeps } from './node-runtime.js';

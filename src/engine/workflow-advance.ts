@@ -15,7 +15,7 @@ import type { Db } from '../store/database.js';
 import { appendEventTx, lastFinalText } from '../store/events.js';
 import { setInvocationStatusTx, type InvocationRow } from '../store/invocations.js';
 import { getNode, nodesAt, wakeNodeTx, type NodeJobRef, type NodeRow } from '../store/nodes.js';
-import { advanceIfUnchanged, advanceNodeTx } from '../store/steps.js';
+import { advanceIfUnchanged, advanceNodeTx } from '../store/step-advance.js';
 import { isRetryableSqlError } from '../store/tx.js';
 import {
   advanceInput,

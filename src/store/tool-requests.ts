@@ -1,7 +1,7 @@
 /** Paused tool calls and their answers (audit trail). */
 import { and, desc, eq, inArray, sql } from 'drizzle-orm';
 import { HotStatement, type Db } from './database.js';
-import { invocationFromJson } from './steps.js';
+import { invocationFromJson } from './step-rows.js';
 import type { InvocationRow } from './invocations.js';
 import { toolRequests, artifacts } from './schema.js';
 
