@@ -16,7 +16,8 @@ import { NotifyBus } from '../store/notify-bus.js';
 import { createResilientPool } from '../store/pg-pool.js';
 import { Store } from '../store/store.js';
 import { loadAppsModule } from './apps-module.js';
-import { Engine, type EngineOptions, type QueueOption } from './engine.js';
+import { Engine } from './engine.js';
+import type { EngineOptions, QueueOption } from './engine-options.js';
 import { registerApps } from './registry.js';
 
 const QUEUE_HINT =

@@ -1,6 +1,8 @@
 export * from './apps-module.js';
 export * from './create-engine.js';
 export * from './engine.js';
+export type { EngineOptions, EngineParts, QueueOption } from './engine-options.js';
+export type { EnqueueInput } from './enqueue.js';
 export * from './registry.js';
 export * from './runner.js';
 export type { InvocationView, NodeView, PendingCall } from './views.js';

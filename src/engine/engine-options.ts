@@ -1,0 +1,70 @@
+/**
+ * The options of `createEngine` (CONTRACT.md "engine") and the parts an engine runs on once they are resolved.
+ * Types only.
+ */
+import type { Logger } from 'pino';
+import type { Bus } from '../core/bus.js';
+import type { Model } from '../models/model.js';
+import type { StepQueue } from '../queue/step-queue.js';
+import type { Store } from '../store/store.js';
+import type { Tool } from '../tools/tool.js';
+import type { EngineObserver } from './observer.js';
+import type { AppDefinition, RegisteredApp } from './registry.js';
+
+/** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
+export type QueueOption =
+  'local' | { redis: string; prefix?: string } | { postgres: string; prefix?: string } | StepQueue;
+
+/** Options of {@link createEngine}. */
+export interface EngineOptions {
+  /** Apps in code, or the path of a module exporting `apps` (and optionally `tools`, `models`). */
+  apps: AppDefinition[] | string;
+  /** Default: $DATABASE_URL, else PGlite on disk under `.agentloom/data`. */
+  database?: string | { pglite: string };
+  /**
+   * Default: `{ redis: $REDIS_URL }` when REDIS_URL is set and the database is PostgreSQL, else 'local'
+   * (a PGlite database belongs to one process, so a shared queue would add nothing).
+   */
+  queue?: QueueOption;
+  logger?: Logger;
+  tools?: Record<string, Tool>;
+  models?: Record<string, Model>;
+  /** Gemini API key for models named by a Gemini id. Default: $GEMINI_API_KEY / $GOOGLE_API_KEY. */
+  geminiApiKey?: string;
+  /**
+   * Run steps in this process (default true, concurrency 64). `false`: a producer/reader only (an API process):
+   * no worker and no reconciler.
+   */
+  worker?: boolean | { concurrency?: number };
+  /** Lease of a running step; a step whose worker died is taken over after this. Default 15 000 ms. */
+  leaseMs?: number;
+  /** Default step deadline (an agent's `maxStepMs` overrides it). Default 600 000 ms (10 minutes). */
+  maxStepMs?: number;
+  /** Default LLM-call budget per invocation. Default 500. */
+  maxLlmCalls?: number;
+  /** Named fault points for durability tests: throw or hang to simulate a crash at that point. */
+  faults?: (
+    point: string,
+    info: { invocationId: string; path: string; attempt: number },
+  ) => void | Promise<void>;
+  /** Look for lost work every this many ms (0 disables). Default: half the lease, at most 5 000. */
+  reconcileIntervalMs?: number;
+  /** A node is re-woken by the reconciler after showing no progress for this long. Default: the lease. */
+  reconcileStaleMs?: number;
+  /** Delay before a job of another definition of an app is offered again (rolling deploys). Default 5 000 ms. */
+  deferMs?: number;
+  /** Called back when step jobs end and registered models and tools answer (metrics); see observer.ts. */
+  observer?: EngineObserver;
+}
+
+/** The parts an engine runs on, resolved from {@link EngineOptions} by `createEngine`. */
+export interface EngineParts {
+  store: Store;
+  queue: StepQueue;
+  bus: Bus;
+  apps: ReadonlyMap<string, RegisteredApp>;
+  logger: Logger;
+  models: Map<string, Model>;
+  tools: Map<string, Tool>;
+  geminiApiKey: string | undefined;
+}
