@@ -6,7 +6,9 @@ import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
-import type { Tool } from '../tools/tool.js';
+import type { ChildOutcome, Tool } from '../tools/tool.js';
+
+export type { ChildOutcome };
 
 /** The invocation as a custom agent sees it (CONTRACT.md `runImpl(ctx)`). */
 export interface InvocationContext {
@@ -23,15 +25,6 @@ export interface InvocationContext {
   readonly signal: AbortSignal;
   /** Ends the whole invocation at the next step boundary (SEMANTICS §7). */
   endInvocation(): void;
-}
-
-/** How a child node (transfer target, AgentTool agent) ended. */
-export interface ChildOutcome {
-  status: 'completed' | 'failed' | 'paused' | 'cancelled';
-  escalated: boolean;
-  /** The child's last final text (or its outputKey value rendered as text). */
-  output?: string;
-  error?: StoredError;
 }
 
 /** A tool call that pauses its node until someone answers it. */

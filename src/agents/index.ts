@@ -1,8 +1,10 @@
+export * from './agent-tool.js';
 export * from './base-agent.js';
 export * from './branch.js';
 export type * from './callbacks.js';
 export * from './context.js';
 export * from './llm-agent.js';
+export type { Instruction, LlmAgentOptions } from './llm-agent-options.js';
 export * from './loop-agent.js';
 export * from './parallel-agent.js';
 export * from './sequential-agent.js';

@@ -2,55 +2,18 @@
  * LlmAgent: a model with instructions and tools (SEMANTICS §3). Its activation is a journaled model↔tool loop
  * (see llm-flow.ts) that resumes step by step from its stored events.
  */
-import type { z } from 'zod';
 import { isTimeoutMs } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
-import type { Model } from '../models/model.js';
-import type { Tool } from '../tools/tool.js';
-import { AgentTool } from '../tools/agent-tool.js';
-import { BaseAgent, type AgentKind, type BaseAgentOptions } from './base-agent.js';
-import { callbackChains, type CallbackChains, type LlmAgentCallbacks } from './callbacks.js';
-import type { InvocationContext, LeafOutcome, NodeRuntime } from './context.js';
+import { AgentTool } from './agent-tool.js';
+import { BaseAgent, type AgentKind } from './base-agent.js';
+import { callbackChains, type CallbackChains } from './callbacks.js';
+import type { LeafOutcome, NodeRuntime } from './context.js';
+import type { LlmAgentOptions, LlmFlowAgent } from './llm-agent-options.js';
 import { runLlmFlow } from './llm-flow.js';
 
-/** An instruction: a template (`{key}` placeholders) or a function of the invocation context. */
-export type Instruction = string | ((ctx: InvocationContext) => string | Promise<string>);
-
-/** Options of {@link LlmAgent}. */
-export interface LlmAgentOptions extends BaseAgentOptions, LlmAgentCallbacks {
-  /** A Model instance or the name of a registered model (or a Gemini model id). */
-  model?: Model | string;
-  instruction?: Instruction;
-  /** Applies to every agent in the tree (taken from the root agent). */
-  globalInstruction?: Instruction;
-  /** Sent as is (no templating), before the instruction. */
-  staticInstruction?: string;
-  /** Tools, or names of tools registered with the engine. */
-  tools?: (Tool | string)[];
-  /** Stores the final response text (or the parsed `outputSchema` value) in state under this key. */
-  outputKey?: string;
-  /** A zod schema the final response must match (JSON); tools are not offered then. */
-  outputSchema?: z.ZodType;
-  /** 'default': the session history of this branch; 'none': only the current turn. */
-  includeContents?: 'default' | 'none';
-  /** Model↔tool rounds per activation. Default 16. */
-  maxIterations?: number;
-  generateContentConfig?: Record<string, unknown>;
-  /** Stream the model's answer: partial events reach live listeners (`engine.events(id, { partial: true })`). */
-  stream?: boolean;
-  /**
-   * Longest one model call may take (ms); past it the call is aborted and the step fails with TIMEOUT (unless
-   * `onModelErrorCallback` answers instead). Default: none (the step's `maxStepMs` bounds it).
-   */
-  modelTimeoutMs?: number;
-  disallowTransferToParent?: boolean;
-  disallowTransferToPeers?: boolean;
-  disableTransfer?: boolean;
-}
-
 /** An agent driven by a language model. */
-export class LlmAgent extends BaseAgent {
+export class LlmAgent extends BaseAgent implements LlmFlowAgent {
   readonly options: Readonly<LlmAgentOptions>;
   readonly maxIterations: number;
   /** Every callback option as a list, run in order until one returns a value. */

@@ -18,7 +18,7 @@ import { NodeSuspended, type LeafOutcome, type NodeRuntime, type PauseRequest } 
 import { buildHistory } from './history.js';
 import { renderInstruction } from './instructions.js';
 import { Journal } from './journal.js';
-import type { Instruction, LlmAgent } from './llm-agent.js';
+import type { Instruction, LlmFlowAgent } from './llm-agent-options.js';
 import { recordingState } from './state-accessor.js';
 import { isControlFlow, resolveCall, type CallResult } from './tool-call.js';
 
@@ -26,13 +26,13 @@ import { isControlFlow, resolveCall, type CallResult } from './tool-call.js';
 export const TRANSFER_TOOL = 'transfer_to_agent';
 
 interface Flow {
-  agent: LlmAgent;
+  agent: LlmFlowAgent;
   rt: NodeRuntime;
   journal: Journal;
   tools: Map<string, Tool>;
 }
 
-function transferTool(agent: LlmAgent): Tool | undefined {
+function transferTool(agent: LlmFlowAgent): Tool | undefined {
   const targets = agent.transferTargets();
   if (targets.length === 0) return undefined;
   const names = targets.map((t) => t.name);
@@ -51,7 +51,7 @@ function transferTool(agent: LlmAgent): Tool | undefined {
   });
 }
 
-function toolsOf(agent: LlmAgent, rt: NodeRuntime): Map<string, Tool> {
+function toolsOf(agent: LlmFlowAgent, rt: NodeRuntime): Map<string, Tool> {
   const tools = new Map<string, Tool>();
   for (const ref of agent.options.tools ?? []) {
     const tool = rt.resolveTool(ref);
@@ -86,7 +86,7 @@ async function renderOne(flow: Flow, instruction: Instruction | undefined): Prom
 async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest> {
   const { agent, rt } = flow;
   const root = agent.rootAgent;
-  const global = 'options' in root ? (root as LlmAgent).options.globalInstruction : undefined;
+  const global = 'options' in root ? (root as LlmFlowAgent).options.globalInstruction : undefined;
   const system = [
     await renderOne(flow, global),
     agent.options.staticInstruction ?? '',
@@ -176,7 +176,7 @@ function longRunningIds(flow: Flow, content: Content): string[] {
  * Records `outputKey` for a final answer into `delta`: its text, or with outputSchema the validated JSON. Returns
  * the OUTPUT_SCHEMA error instead of throwing it, so the answer is stored before the node fails.
  */
-function recordOutput(agent: LlmAgent, content: Content, delta: Record<string, unknown>): unknown {
+function recordOutput(agent: LlmFlowAgent, content: Content, delta: Record<string, unknown>): unknown {
   const key = agent.options.outputKey;
   if (!key || functionCallsOf(content).length > 0) return undefined;
   try {
@@ -215,7 +215,7 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
 }
 
 /** The final value of a response: its text, or with outputSchema the parsed and validated JSON. */
-function finalValue(agent: LlmAgent, content: Content): unknown {
+function finalValue(agent: LlmFlowAgent, content: Content): unknown {
   return agent.outputValue(textOf(content) ?? '');
 }
 
@@ -249,7 +249,7 @@ async function beforeAgent(flow: Flow): Promise<LeafOutcome | undefined> {
 }
 
 /** Runs (or resumes) one activation of an LlmAgent. */
-export async function runLlmFlow(agent: LlmAgent, rt: NodeRuntime): Promise<LeafOutcome> {
+export async function runLlmFlow(agent: LlmFlowAgent, rt: NodeRuntime): Promise<LeafOutcome> {
   const flow: Flow = { agent, rt, journal: new Journal(rt.journal, agent.name), tools: toolsOf(agent, rt) };
   const short = await beforeAgent(flow);
   if (short) return short;

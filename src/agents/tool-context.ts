@@ -8,7 +8,7 @@ import type { Tool, ToolActions, ToolContext } from '../tools/tool.js';
 import { childBranch } from './branch.js';
 import type { NodeRuntime } from './context.js';
 import type { Journal } from './journal.js';
-import type { LlmAgent } from './llm-agent.js';
+import type { LlmFlowAgent } from './llm-agent-options.js';
 import { recordingState } from './state-accessor.js';
 
 /** Thrown out of a tool when an AgentTool child paused: the calling node pauses with it. */
@@ -20,7 +20,7 @@ export class ChildPaused extends Error {
 
 /** What a call runs in: its agent, the node's runtime and journal, and the tools offered. */
 export interface CallScope {
-  agent: LlmAgent;
+  agent: LlmFlowAgent;
   rt: NodeRuntime;
   journal: Journal;
   tools: Map<string, Tool>;

@@ -20,7 +20,7 @@ import { LoopAgent } from '../agents/loop-agent.js';
 import { ParallelAgent } from '../agents/parallel-agent.js';
 import { SequentialAgent } from '../agents/sequential-agent.js';
 import { AgentloomError } from '../core/errors.js';
-import { AgentTool } from '../tools/agent-tool.js';
+import { AgentTool } from '../agents/agent-tool.js';
 import type { Tool } from '../tools/tool.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
 import { APP_ANNOTATION, kagentAgentSchema, type KagentSubagent } from './kagent-schema.js';

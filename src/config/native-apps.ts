@@ -4,12 +4,13 @@
  * tools and models known), and only a document without problems is constructed into the same classes as code.
  */
 import type { BaseAgent } from '../agents/base-agent.js';
-import { LlmAgent, type LlmAgentOptions } from '../agents/llm-agent.js';
+import { LlmAgent } from '../agents/llm-agent.js';
+import type { LlmAgentOptions } from '../agents/llm-agent-options.js';
 import { LoopAgent } from '../agents/loop-agent.js';
 import { ParallelAgent } from '../agents/parallel-agent.js';
 import { SequentialAgent } from '../agents/sequential-agent.js';
 import { AgentloomError } from '../core/errors.js';
-import { AgentTool } from '../tools/agent-tool.js';
+import { AgentTool } from '../agents/agent-tool.js';
 import type { Tool } from '../tools/tool.js';
 import { appDocumentSchema, type LlmAgentData } from './native-schema.js';
 import { SpecReader, type AgentRef, type AgentSpec } from './native-spec.js';

@@ -2,7 +2,8 @@
  * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
  * it locks the node row and proceeds only if the attempt is still ours and the node still running.
  */
-import type { ChildOutcome, NodeRuntime, SuspendChild } from '../agents/context.js';
+import type { NodeRuntime, SuspendChild } from '../agents/context.js';
+import type { ChildOutcome } from '../tools/tool.js';
 import { NodeSuspended } from '../agents/context.js';
 import { SETTLED, type NodeStatus } from '../agents/workflow.js';
 import { AgentloomError, type StoredError } from '../core/errors.js';

@@ -13,7 +13,6 @@ import { LocalSteps } from './local-steps.js';
 import type { SchedulerDeps, StepEnv } from './step-env.js';
 import { advanceWorkflow } from './workflow-advance.js';
 
-
 /** Runs step jobs. One per engine; stateless between jobs except for the steps it is running. */
 export class Scheduler {
   private readonly env: StepEnv;

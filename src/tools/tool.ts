@@ -2,7 +2,7 @@
  * The tool port and the ToolContext a tool's `execute` receives (SEMANTICS §4).
  */
 import type { ToolConfirmation } from '../core/event.js';
-import type { ChildOutcome } from '../agents/context.js';
+import type { StoredError } from '../core/errors.js';
 import type { ToolDeclaration } from '../models/model.js';
 
 /** Whether re-running a call whose response was lost is safe. */
@@ -23,6 +23,15 @@ export interface ToolActions {
   escalate?: boolean;
   skipSummarization?: boolean;
   transferToAgent?: string;
+}
+
+/** How a child node (transfer target, AgentTool agent) ended. */
+export interface ChildOutcome {
+  status: 'completed' | 'failed' | 'paused' | 'cancelled';
+  escalated: boolean;
+  /** The child's last final text (or its outputKey value rendered as text). */
+  output?: string;
+  error?: StoredError;
 }
 
 /** What `execute` receives besides its arguments. */

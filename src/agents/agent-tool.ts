@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { AgentloomError } from '../core/errors.js';
-import type { BaseAgent } from '../agents/base-agent.js';
+import type { BaseAgent } from './base-agent.js';
 import type { ToolDeclaration } from '../models/model.js';
-import { toResponseObject, type Tool, type ToolContext } from './tool.js';
+import { toResponseObject, type Tool, type ToolContext } from '../tools/tool.js';
 
 /** Options of {@link AgentTool}. */
 export interface AgentToolOptions {
