@@ -7,6 +7,7 @@ import { loadEnv, type EnvConfig } from '../config/env.js';
 import {
   checkProcessSettings,
   parseProcessConfig,
+  portField,
   processFields,
   processInput,
   type ProcessFlags,
@@ -25,11 +26,7 @@ const apiSchema = z
       databaseUrl:
         'the API runs on PostgreSQL: set DATABASE_URL=postgres://… (for an embedded engine with its API use `agentloom dev`)',
     }),
-    port: z.coerce
-      .number({ error: '--port / PORT must be a number' })
-      .int('--port / PORT must be a whole number')
-      .min(0, '--port / PORT must be between 0 and 65535')
-      .max(65535, '--port / PORT must be between 0 and 65535'),
+    port: portField('--port / PORT'),
     apiKeys: z.string().superRefine((spec, ctx) => {
       try {
         parseApiKeys(spec);

@@ -2,6 +2,6 @@
 export { createApiServer, type ApiServerOptions } from './server.js';
 export { authenticate, canSee, parseApiKeys, type ApiKey, type Principal } from './auth.js';
 export { apiConfig, type ApiConfig, type ApiFlags } from './api-config.js';
-export { listenApi, runApi, type RunningApi } from './run-api.js';
+export { listenApi, runApi, serveApi, type RunningApi } from './run-api.js';
 export type { ApiApp } from './context.js';
 export type { ApiErrorBody } from './errors.js';

@@ -8,7 +8,9 @@ import { queueOption } from '../config/process-config.js';
 import { createEngine } from '../engine/create-engine.js';
 import type { Engine } from '../engine/engine.js';
 import { handleShutdownSignals, processLogger } from '../engine/process-lifecycle.js';
+import type { Registry } from 'prom-client';
 import type { ApiConfig } from './api-config.js';
+import type { ApiKey } from './auth.js';
 import type { ApiApp } from './context.js';
 import { createApiServer } from './server.js';
 
@@ -34,6 +36,32 @@ export async function listenApi(
   return url;
 }
 
+/**
+ * The HTTP API over a started engine, listening (see {@link listenApi}): what `agentloom api` and `agentloom dev`
+ * both start. When it cannot listen, the server and the engine are closed before the error is rethrown.
+ */
+export async function serveApi(
+  engine: Engine,
+  options: { apiKeys: readonly ApiKey[]; port: number; logger: Logger; metricsRegistries?: Registry[] },
+): Promise<{ server: ApiApp; url: string }> {
+  const { apiKeys, port, logger } = options;
+  let server: ApiApp | undefined;
+  try {
+    server = await createApiServer({
+      engine,
+      apiKeys,
+      logger,
+      ...(options.metricsRegistries ? { metricsRegistries: options.metricsRegistries } : {}),
+    });
+    const url = await listenApi(server, { port, authEnabled: apiKeys.length > 0, logger });
+    return { server, url };
+  } catch (err) {
+    await server?.close().catch(() => undefined);
+    await engine.close();
+    throw err;
+  }
+}
+
 /** A started API process. */
 export interface RunningApi {
   engine: Engine;
@@ -53,15 +81,7 @@ export async function runApi(config: ApiConfig, logger?: Logger): Promise<Runnin
     worker: false,
     logger: log,
   });
-  let server: ApiApp;
-  let url: string;
-  try {
-    server = await createApiServer({ engine, apiKeys: config.apiKeys, logger: log });
-    url = await listenApi(server, { port: config.port, authEnabled: config.apiKeys.length > 0, logger: log });
-  } catch (err) {
-    await engine.close();
-    throw err;
-  }
+  const { server, url } = await serveApi(engine, { apiKeys: config.apiKeys, port: config.port, logger: log });
   const shutdown = handleShutdownSignals({
     name: 'api',
     logger: log,

@@ -5,12 +5,13 @@
  * only. With `--walkthrough` (what `npm start` runs) it also enqueues one run of the example through its own API
  * and prints it live (see walkthrough.ts). SIGINT / SIGTERM close it; exit 0.
  */
-import { z } from 'zod';
 import { parseApiKeys, type ApiKey } from '../api/auth.js';
-import { createApiServer, listenApi } from '../api/index.js';
+import { serveApi } from '../api/index.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
+import { portField } from '../config/process-config.js';
 import { createEngine } from '../engine/create-engine.js';
+import { handleShutdownSignals, processLogger } from '../engine/process-lifecycle.js';
 import { StepMetrics } from '../workers/step-metrics.js';
 import type { Engine } from '../engine/engine.js';
 import { UsageError } from './cli-errors.js';
@@ -33,11 +34,7 @@ export interface DevFlags {
   walkthrough?: boolean;
 }
 
-const portSchema = z.coerce
-  .number({ error: '--port / PORT must be a number, e.g. --port 8080 (0: any free port)' })
-  .int('--port / PORT must be a whole number')
-  .min(0, '--port / PORT must be between 0 and 65535')
-  .max(65535, '--port / PORT must be between 0 and 65535');
+const portSchema = portField('--port / PORT', { example: ', e.g. --port 8080 (0: any free port)' });
 
 /** The resolved configuration of `agentloom dev`. */
 export interface DevConfig {
@@ -111,8 +108,7 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
 
 /** Starts `dev` from its configuration and installs the signal handlers. */
 export async function runDev(config: DevConfig): Promise<RunningDev> {
-  const log = terminalLogger(config.logLevel);
-  process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
+  const log = processLogger(config.logLevel, terminalLogger(config.logLevel));
   // The worker's step metrics are served by the API's /metrics (the API registry has the process metrics).
   const stepMetrics = new StepMetrics({ processMetrics: false });
   const engine = await createEngine({
@@ -122,18 +118,15 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
     logger: log,
     observer: stepMetrics.observer,
   });
-  const server = await createApiServer({
-    engine,
-    apiKeys: config.apiKeys,
-    logger: log,
-    metricsRegistries: [stepMetrics.registry],
-  });
-  let url: string;
+  let served: Awaited<ReturnType<typeof serveApi>>;
   try {
-    url = await listenApi(server, { port: config.port, authEnabled: config.apiKeys.length > 0, logger: log });
+    served = await serveApi(engine, {
+      apiKeys: config.apiKeys,
+      port: config.port,
+      logger: log,
+      metricsRegistries: [stepMetrics.registry],
+    });
   } catch (err) {
-    await server.close().catch(() => undefined);
-    await engine.close();
     if (!isAddressInUse(err)) throw err;
     throw new AgentloomError(
       'CONFIG',
@@ -141,26 +134,19 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
       { cause: err },
     );
   }
+  const { server, url } = served;
   printBanner(config, engine, url);
   const walkthrough = new AbortController();
-  let stopping: Promise<void> | undefined;
-  const shutdown = (): Promise<void> =>
-    (stopping ??= (async () => {
+  const shutdown = handleShutdownSignals({
+    name: 'dev',
+    logger: log,
+    forceExitAfterMs: FORCE_EXIT_MS,
+    stop: async () => {
       walkthrough.abort();
       await server.close();
       await engine.close();
-    })());
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-    process.on(signal, () => {
-      setTimeout(() => process.exit(0), FORCE_EXIT_MS).unref();
-      shutdown()
-        .then(() => process.exit(0))
-        .catch((err: unknown) => {
-          log.error({ err }, 'dev shutdown failed');
-          process.exit(1);
-        });
-    });
-  }
+    },
+  });
   if (config.walkthrough) {
     runWalkthrough({
       url,

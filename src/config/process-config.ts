@@ -33,6 +33,19 @@ export function processFields(hints: ProcessHints) {
   };
 }
 
+/**
+ * A port setting (0: any free port), its errors naming `label` (`--port / PORT`) and what to write; `example` is
+ * appended to the first one (e.g. `, e.g. --port 8080 (0: any free port)`). One schema for every process's ports.
+ */
+export function portField(label: string, options: { noun?: string; example?: string } = {}) {
+  const range = `${label} must be between 0 and 65535`;
+  return z.coerce
+    .number({ error: `${label} must be a ${options.noun ?? 'number'}${options.example ?? ''}` })
+    .int(`${label} must be a whole number`)
+    .min(0, range)
+    .max(65535, range);
+}
+
 /** The shared settings of a resolved process configuration. */
 export interface ProcessSettings {
   readonly apps: string;

@@ -7,6 +7,7 @@ import { loadEnv, type EnvConfig } from './env.js';
 import {
   checkProcessSettings,
   parseProcessConfig,
+  portField,
   processFields,
   processInput,
   type ProcessFlags,
@@ -43,12 +44,7 @@ const workerSchema = z
     leaseMs: ms('--lease-ms / AGENTLOOM_LEASE_MS', 100),
     graceMs: ms('--grace-ms', 0),
     /** Serve Prometheus metrics on this port (0: any free port); none when absent. */
-    metricsPort: z.coerce
-      .number({ error: `${METRICS_PORT} must be a port number` })
-      .int(`${METRICS_PORT} must be a whole number`)
-      .min(0, `${METRICS_PORT} must be between 0 and 65535`)
-      .max(65535, `${METRICS_PORT} must be between 0 and 65535`)
-      .optional(),
+    metricsPort: portField(METRICS_PORT, { noun: 'port number' }).optional(),
   })
   .superRefine(checkProcessSettings);
 
