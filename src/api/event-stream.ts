@@ -6,9 +6,10 @@
  *   nothing is missed and nothing is sent twice.
  * - Streamed partial events (never stored) are messages without an id: they do not move the resume point.
  * - A comment line every `heartbeatMs` keeps proxies from closing an idle stream.
- * - When the invocation settles (completed, paused, failed, cancelled) an `end` event carries its status and the
- *   stream closes; with `stay`, a `status` event carries it instead, and the stream stays open and continues when
- *   the invocation moves again (answered, retried).
+ * - A paused run has not ended (a human may answer in a minute or in a week): by default (`stay`) the stream stays
+ *   open through pauses. A `status` event says each time the run settles (paused) and when it runs again, and an
+ *   `end` event carries its status when it has ended (completed, failed, cancelled); then the stream closes.
+ *   Without `stay` (`?stay=0`) the stream ends with `end` at the first settle, a pause included.
  */
 import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
@@ -18,6 +19,9 @@ import type { Engine } from '../engine/engine.js';
 import { SETTLED_INVOCATION } from '../engine/follow.js';
 import { INVOCATIONS_CHANNEL } from '../store/invocations.js';
 
+/** Statuses at which a run has ended: its stream sends `end` and closes (a paused run goes on when answered). */
+export const ENDED_INVOCATION: ReadonlySet<string> = new Set(['completed', 'failed', 'cancelled']);
+
 /** What {@link streamEvents} needs. */
 export interface EventStreamOptions {
   engine: Engine;
@@ -25,6 +29,7 @@ export interface EventStreamOptions {
   sessionId: string;
   /** Send stored events with a greater seq. */
   afterSeq: number;
+  /** Stay open through pauses (true: the default of the route), or end at the first settle. */
   stay: boolean;
   partial: boolean;
   heartbeatMs: number;
@@ -103,7 +108,7 @@ async function waitForChange(o: EventStreamOptions, afterSeq: number, signal: Ab
   }
 }
 
-/** Streams an invocation's events to `response` until it settles (or, with `stay`, until the client leaves). */
+/** Streams an invocation's events to `response` until it ends (without `stay`: until it settles). */
 export async function streamEvents(o: EventStreamOptions): Promise<void> {
   const { response } = o;
   const controller = new AbortController();
@@ -131,23 +136,39 @@ export async function streamEvents(o: EventStreamOptions): Promise<void> {
     if (!signal.aborted && !response.writableEnded) response.write(': keep-alive\n\n');
   }, o.heartbeatMs);
   let after = o.afterSeq;
+  const named = (name: string, status: string) =>
+    write(`event: ${name}\ndata: ${JSON.stringify({ status, lastSeq: after })}\n\n`);
+  // The status last announced, and whether stored events were sent since: a run that paused, ran and paused
+  // again before this stream looked in between is announced paused again (a new call waits for an answer).
+  let announced: string | undefined;
+  let sentSince = false;
   try {
     for (;;) {
       const follower = o.engine.events(o.invocationId, { afterSeq: after, follow: true, partial: o.partial });
       for await (const event of untilAborted(follower, signal)) {
-        if (!event.partial) after = event.seq;
+        if (!event.partial) {
+          after = event.seq;
+          sentSince = true;
+        }
         await write(message(event));
       }
       if (signal.aborted) return;
       const { status } = await o.engine.get(o.invocationId);
-      if (!o.stay) {
-        await write(`event: end\ndata: ${JSON.stringify({ status, lastSeq: after })}\n\n`);
+      if (!o.stay || ENDED_INVOCATION.has(status)) {
+        await named('end', status);
         return;
       }
-      // Staying: say that it settled (a client following across pauses learns when to answer, and when it ended).
-      await write(`event: status\ndata: ${JSON.stringify({ status, lastSeq: after })}\n\n`);
+      if (status !== announced || sentSince) await named('status', status);
+      announced = status;
+      sentSince = false;
       await waitForChange(o, after, signal);
       if (signal.aborted) return;
+      // Running again (answered, retried): say so before its events come.
+      const moved = (await o.engine.get(o.invocationId)).status;
+      if (!SETTLED_INVOCATION.has(moved) && moved !== announced) {
+        await named('status', moved);
+        announced = moved;
+      }
     }
   } catch (err) {
     // Headers are sent: the stream can only end. The client resumes from its last event id.

@@ -1,6 +1,6 @@
 /**
  * `GET /v1/invocations/:id/events`: a JSON page of stored events, or with `Accept: text/event-stream` a live SSE
- * stream (see event-stream.ts) resumable with `Last-Event-ID`.
+ * stream (see event-stream.ts) resumable with `Last-Event-ID`, open through pauses until the run has ended.
  */
 import { z } from 'zod';
 import { SETTLED_INVOCATION } from '../engine/follow.js';
@@ -8,7 +8,7 @@ import type { Event } from '../core/event.js';
 import { visibleInvocation } from './access.js';
 import { errorResponses, type ApiApp, type RouteContext } from './context.js';
 import { HttpError } from './errors.js';
-import { streamEvents } from './event-stream.js';
+import { ENDED_INVOCATION, streamEvents } from './event-stream.js';
 import { eventListSchema, eventsQuerySchema, idParamsSchema } from './schemas.js';
 
 const DEFAULT_EVENT_PAGE = 1000;
@@ -38,10 +38,13 @@ export function eventRoutes(app: ApiApp, ctx: RouteContext): void {
       summary: "An invocation's events: a JSON page, or a live SSE stream with Accept: text/event-stream",
       description:
         'SSE: each stored event is a message whose id is its seq (reconnect with Last-Event-ID to resume); ' +
-        'streamed partial events have no id; a comment line is sent as a heartbeat; when the invocation settles ' +
-        'an `end` event carries its status and the stream closes; with `stay=1` a `status` event carries it ' +
-        'and the stream stays open. A reconnect to a settled ' +
-        'invocation with nothing left to send answers 204 (browsers then stop reconnecting).',
+        'streamed partial events have no id; a comment line is sent as a heartbeat. The stream stays open ' +
+        'through pauses: an `event: status` message ({status, lastSeq}) says each time the run settles ' +
+        '(paused) and when it runs again (running), and an `event: end` message carries its status when it ' +
+        'has ended (completed, failed, cancelled); then the stream closes. A reconnect with Last-Event-ID to a ' +
+        'paused run answers 200 and waits for what comes next; only a reconnect to an ended run with nothing ' +
+        'after that id answers 204 (browsers then stop reconnecting). `stay=0` ends the stream with `end` at ' +
+        'the first settle, a pause included (and a reconnect to a paused run with nothing newer answers 204).',
       params: idParamsSchema,
       querystring: eventsQuerySchema,
       headers: z.looseObject({ 'last-event-id': z.string().optional(), accept: z.string().optional() }),
@@ -53,13 +56,15 @@ export function eventRoutes(app: ApiApp, ctx: RouteContext): void {
             'text/event-stream': { schema: z.string() },
           },
         },
-        204: z.null().describe('SSE reconnect to a settled invocation: nothing more to send'),
+        204: z
+          .null()
+          .describe('SSE reconnect with Last-Event-ID to an ended invocation: nothing more to send'),
         ...errorResponses(400, 401, 404),
       },
     },
     handler: async (request, reply) => {
       const view = await visibleInvocation(engine, request, request.params.id);
-      const { after, limit, stay = false, partial = true } = request.query;
+      const { after, limit, stay = true, partial = true } = request.query;
       if (!wantsStream(request.headers.accept)) {
         const max = limit ?? DEFAULT_EVENT_PAGE;
         const events: Event[] = [];
@@ -74,7 +79,9 @@ export function eventRoutes(app: ApiApp, ctx: RouteContext): void {
       }
       const resumeAt = lastEventId(request.headers['last-event-id']);
       const afterSeq = resumeAt ?? after ?? 0;
-      if (resumeAt !== undefined && !stay && SETTLED_INVOCATION.has(view.status)) {
+      // A paused run goes on when answered: a reconnect to it waits (200), unless the client asked for stay=0.
+      const over = stay ? ENDED_INVOCATION : SETTLED_INVOCATION;
+      if (resumeAt !== undefined && over.has(view.status)) {
         const newer = engine.events(view.id, { afterSeq });
         const first = await newer.next();
         await newer.return(undefined);

@@ -127,7 +127,11 @@ export const eventsQuerySchema = z.strictObject({
     .refine((n) => n >= 1, 'must be at least 1')
     .optional()
     .describe('JSON list only: at most this many events (default 1000)'),
-  stay: flag.optional().describe('SSE only: keep the stream open after the invocation settles'),
+  stay: flag
+    .optional()
+    .describe(
+      'SSE only: stay open through pauses until the run has ended (default true); 0: end at the first settle',
+    ),
   partial: flag.optional().describe('SSE only: include streamed partial events (default true)'),
 });
 

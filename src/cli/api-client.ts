@@ -60,11 +60,14 @@ export type EnqueueResult = z.infer<typeof enqueueResultSchema>;
 export interface EventStreamRequest {
   /** Only events after this seq (`?after=`). */
   after?: number;
-  /** Resume after this seq (the `Last-Event-ID` header): a settled run with nothing newer answers 204. */
+  /** Resume after this seq (the `Last-Event-ID` header): an ended run with nothing newer answers 204. */
   lastEventId?: number;
   /** Include streamed partial events. */
   partial?: boolean;
-  /** Keep the stream open across pauses (`status` events instead of `end`). */
+  /**
+   * `stay=1` / `stay=0`. Unset: the API's default, a stream open through pauses (a `status` event at each,
+   * `end` once the run has ended); false: `end` at the first pause.
+   */
   stay?: boolean;
   signal?: AbortSignal;
 }
@@ -238,13 +241,13 @@ export class ApiClient {
 
   /**
    * Opens the SSE stream of an invocation's events. Resolves with the response once its headers arrived: 200 (read
-   * `body`) or 204 (a resumed stream of a settled run with nothing newer).
+   * `body`) or 204 (a resumed stream of an ended run with nothing newer).
    */
   openEventStream(id: string, request: EventStreamRequest = {}): Promise<Response> {
     const query = new URLSearchParams();
     if (request.after !== undefined) query.set('after', String(request.after));
     query.set('partial', request.partial ? '1' : '0');
-    if (request.stay) query.set('stay', '1');
+    if (request.stay !== undefined) query.set('stay', request.stay ? '1' : '0');
     const headers: Record<string, string> = { accept: 'text/event-stream' };
     if (request.lastEventId !== undefined) headers['last-event-id'] = String(request.lastEventId);
     // No timeout: a stream lasts as long as the run; heartbeats keep it alive, `signal` ends it.

@@ -21,8 +21,8 @@ export interface FollowHandlers {
   /** A streamed partial event (never stored; only with `partial`). */
   onPartial?(event: Event): void;
   /**
-   * With `stay`: the run settled (`status` event) — completed, paused, failed or cancelled. Resolve true to stop
-   * following.
+   * With `stay`: the run paused, or runs again after a pause (`status` event: `paused`, `running`, …). Resolve true
+   * to stop following. (It has ended when the stream sends `end`: following stops then in any case.)
    */
   onSettled?(status: string): boolean | Promise<boolean>;
   /** The stream broke and is being opened again (attempt 1, 2, …). */
@@ -34,7 +34,10 @@ export interface FollowOptions {
   /** Start after this seq. Default 0: every event. */
   after?: number;
   partial?: boolean;
-  /** Keep following across pauses until `onSettled` says stop (or `signal` aborts). */
+  /**
+   * Keep following across pauses until `onSettled` says stop (or `signal` aborts). Without it, following stops at
+   * the first pause, as `run --follow` and `events --follow` do (exit 3).
+   */
   stay?: boolean;
   signal?: AbortSignal;
 }
@@ -46,6 +49,9 @@ export interface FollowResult {
 }
 
 const endSchema = z.object({ status: z.string() });
+
+/** Statuses of a `status` event at which following without `stay` stops (a pause; the others end with `end`). */
+const SETTLED: ReadonlySet<string> = new Set(['paused', 'completed', 'failed', 'cancelled']);
 
 function parseData<T>(schema: z.ZodType<T>, data: string): T {
   let value: unknown;
@@ -78,8 +84,9 @@ function isTransient(err: unknown): boolean {
 }
 
 /**
- * Follows the events of invocation `id` until it settles (or, with `stay`, until `onSettled` says stop), resuming
- * a broken stream after the last event received. Resolves with the status it ended with.
+ * Follows the events of invocation `id` until it pauses or ends (or, with `stay`, until it ends or `onSettled`
+ * says stop), resuming a broken stream after the last event received. The API's stream stays open through
+ * pauses and says each with a `status` event. Resolves with the status it stopped at.
  */
 export async function followInvocation(
   client: ApiClient,
@@ -105,7 +112,9 @@ export async function followInvocation(
         if (message.event === 'end') return { status: parseData(endSchema, message.data).status, lastSeq };
         if (message.event === 'status') {
           const { status } = parseData(endSchema, message.data);
-          if (await handlers.onSettled?.(status)) return { status, lastSeq };
+          if (options.stay ? await handlers.onSettled?.(status) : SETTLED.has(status)) {
+            return { status, lastSeq };
+          }
           continue;
         }
         if (message.event !== undefined) continue; // a kind of message this client does not know

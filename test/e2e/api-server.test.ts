@@ -113,9 +113,9 @@ describe('agentloom api + two agentloom workers', () => {
     expect(created.status).toBe(202);
     const { invocationId } = (await created.json()) as { invocationId: string };
 
-    // Follow until the run settles: it pauses for the confirmation of `publish`.
+    // Follow until the run settles: it pauses for the confirmation of `publish` (stay=0: the stream ends there).
     const first = await readStream(
-      await fetch(`${base}/v1/invocations/${invocationId}/events`, {
+      await fetch(`${base}/v1/invocations/${invocationId}/events?stay=0`, {
         headers: { ...AUTH, accept: 'text/event-stream' },
       }),
     );

@@ -1,7 +1,9 @@
 /**
  * Live events over SSE with a real HTTP client (Node's fetch) reading the stream: event id = seq, live partial
- * events without an id, heartbeats, the `end` event when the run settles, `stay=1`, and a client that disconnects
- * mid-run and reconnects with Last-Event-ID receiving every event exactly once.
+ * events without an id, heartbeats, the `end` event when the run has ended, a client that disconnects mid-run and
+ * reconnects with Last-Event-ID receiving every event exactly once; and a run followed through its pause by an
+ * EventSource-style client (eventsource-parser): `status` at the pause, the rest and `end` on the same stream once
+ * a confirmation is posted, a client that hung up at the pause resuming with 200 (issue 18), `stay=0`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -18,6 +20,7 @@ import {
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { call, scripted } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
+import { openSse } from '../support/sse.js';
 import { waitFor } from '../support/wait-for.js';
 
 /** One SSE message as a client sees it (a comment line is a message with `comment`). */
@@ -264,33 +267,116 @@ describe.each(backends)('SSE event streams on $name', (backend) => {
     expect(seqs).toEqual(stored);
   });
 
-  it('ends at a pause, and with stay=1 stays open across the pause until the client leaves', async () => {
-    const id = await enqueue('confirm', 'stay');
-    const plain = await openStream(`${base}/v1/invocations/${id}/events`);
-    await plain.done;
-    expect(JSON.parse(plain.messages.at(-1)?.data ?? '{}')).toMatchObject({ status: 'paused' });
+  /** The paused call's id, read through the API as a browser would. */
+  async function pendingCall(id: string): Promise<string> {
+    const view = (await (await fetch(`${base}/v1/invocations/${id}`)).json()) as {
+      status: string;
+      pending: { callId: string }[];
+    };
+    expect(view.status).toBe('paused');
+    return view.pending[0]!.callId;
+  }
 
-    const staying = await openStream(`${base}/v1/invocations/${id}/events?stay=1`);
-    const paused = await engine.wait(id, { timeoutMs: 30_000 });
-    const beforeAnswer = eventsOf(staying).length;
-    await waitFor(() => staying.messages.filter((m) => m.comment === 'keep-alive').length >= 2, {
+  async function storedSeqs(id: string): Promise<number[]> {
+    const seqs: number[] = [];
+    for await (const e of engine.events(id)) seqs.push(e.seq);
+    return seqs;
+  }
+
+  it('follows a run through its pause: status at the pause, the rest and end after the answer; a resumed client waits', async () => {
+    const id = await enqueue('confirm', 'through');
+    const url = `${base}/v1/invocations/${id}/events`;
+    // An EventSource-style client (eventsource-parser over fetch) that stays through the pause.
+    const staying = await openSse(url);
+    // A second one that hangs up at the pause.
+    const leaving = await openSse(url);
+    expect([staying.status, leaving.status]).toEqual([200, 200]);
+    for (const client of [staying, leaving]) {
+      await waitFor(() => client.named('status').some((s) => s.status === 'paused'), {
+        timeoutMs: 30_000,
+        what: 'a status event saying paused',
+      });
+    }
+    const callId = await pendingCall(id);
+    // Paused, not ended: the stream stays open (heartbeats go on), no `end`.
+    const beats = staying.comments.length;
+    await waitFor(() => staying.comments.length >= beats + 2, {
       what: 'heartbeats while paused',
     });
-    expect(staying.messages.some((m) => m.event === 'end')).toBe(false);
-    // Instead of `end`, a `status` event says each time it settles.
-    const statuses = () =>
-      staying.messages.filter((m) => m.event === 'status').map((m) => JSON.parse(m.data!).status as string);
-    expect(statuses()).toEqual(['paused']);
-    await engine.confirm(paused.pending[0]!.callId, { confirmed: true, invocationId: id });
-    await waitFor(() => eventsOf(staying).some((e) => e.content?.parts[0]?.text === 'sent it'), {
-      what: 'the final answer on the staying stream',
-    });
-    await waitFor(() => statuses().at(-1) === 'completed', { what: 'a status event saying completed' });
-    expect(eventsOf(staying).length).toBeGreaterThan(beforeAnswer);
     expect(staying.ended).toBe(false);
-    staying.abort();
+    expect(staying.named('end')).toEqual([]);
+    const atPause = await storedSeqs(id);
+    expect(staying.named('status')).toEqual([{ status: 'paused', lastSeq: atPause.at(-1) }]);
+
+    leaving.abort();
+    await leaving.done;
+    const lastId = leaving.messages.filter((m) => m.id !== undefined).at(-1)?.id as string;
+    expect(Number(lastId)).toBe(atPause.at(-1));
+    // Resuming after the last event of the pause: 200, and it waits for what comes next (no 204 that would stop
+    // an EventSource from reconnecting).
+    const resumed = await openSse(url, { 'last-event-id': lastId });
+    expect(resumed.status).toBe(200);
+    await waitFor(() => resumed.named('status').some((s) => s.status === 'paused'), {
+      what: 'the resumed stream to say paused',
+    });
+    expect(resumed.events()).toEqual([]);
+    expect(resumed.ended).toBe(false);
+
+    // The human answers while both streams are open.
+    const answered = await fetch(`${url.replace(/\/events$/, '')}/confirmations/${callId}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ confirmed: true }),
+    });
+    expect(answered.status).toBe(200);
+    await Promise.all([staying.done, resumed.done]);
+    const stored = await storedSeqs(id);
+    expect(stored.length).toBeGreaterThan(atPause.length);
+    for (const client of [staying, resumed]) {
+      // The same stream delivers the rest and ends with `end`, closed by the server.
+      expect(client.ended).toBe(true);
+      expect(client.messages.at(-1)?.event).toBe('end');
+      expect(client.named('end')).toEqual([{ status: 'completed', lastSeq: stored.at(-1) }]);
+      expect(client.events().some((e) => e.content?.parts[0]?.text === 'sent it')).toBe(true);
+      // `status` only while it had not ended: paused, then possibly running again.
+      expect(client.named('status').map((s) => s.status)).toEqual(expect.arrayContaining(['paused']));
+      for (const s of client.named('status')) expect(['paused', 'running']).toContain(s.status);
+    }
+    // Every stored event once on the staying stream; across the hang-up and the resume, each once too.
+    expect(staying.events().map((e) => e.seq)).toEqual(stored);
+    expect([...leaving.events(), ...resumed.events()].map((e) => e.seq)).toEqual(stored);
+
+    // Ended, nothing after the given id: 204 (an EventSource stops reconnecting).
+    const over = await openSse(url, { 'last-event-id': String(stored.at(-1)) });
+    expect(over.status).toBe(204);
+    // An id before the end: the rest, then `end`.
+    const tail = await openSse(url, { 'last-event-id': String(stored.at(-2)) });
+    expect(tail.status).toBe(200);
+    await tail.done;
+    expect(tail.events().map((e) => e.seq)).toEqual([stored.at(-1)]);
+    expect(tail.named('end')).toEqual([{ status: 'completed', lastSeq: stored.at(-1) }]);
+  });
+
+  it('stay=1 is the default; stay=0 ends at the pause, and a resume there answers 204', async () => {
+    const id = await enqueue('confirm', 'stay');
+    const url = `${base}/v1/invocations/${id}/events`;
+    const plain = await openSse(`${url}?stay=0`);
+    await plain.done;
+    expect(plain.ended).toBe(true);
+    expect(plain.named('end')).toEqual([expect.objectContaining({ status: 'paused' })]);
+    expect(plain.named('status')).toEqual([]);
+    const lastId = plain.messages.filter((m) => m.id !== undefined).at(-1)?.id as string;
+    expect((await openSse(`${url}?stay=0`, { 'last-event-id': lastId })).status).toBe(204);
+
+    const staying = await openSse(`${url}?stay=1`, { 'last-event-id': lastId });
+    expect(staying.status).toBe(200);
+    await waitFor(() => staying.named('status').some((s) => s.status === 'paused'), {
+      what: 'stay=1 to say paused',
+    });
+    await engine.confirm(await pendingCall(id), { confirmed: true, invocationId: id });
     await staying.done;
-    const seqs = eventsOf(staying).map((e) => e.seq);
-    expect(new Set(seqs).size).toBe(seqs.length);
+    expect(staying.named('end')).toEqual([expect.objectContaining({ status: 'completed' })]);
+    const seqs = [...plain.events(), ...staying.events()].map((e) => e.seq);
+    expect(seqs).toEqual(await storedSeqs(id));
   });
 });

@@ -12,6 +12,8 @@ export interface SseClient {
   status: number;
   /** Every message so far, in arrival order. */
   messages: EventSourceMessage[];
+  /** Every comment line so far (the server's heartbeats), in arrival order. */
+  comments: string[];
   /** Resolves when the server ended the stream or the client disconnected. */
   done: Promise<void>;
   /** Whether the server ended the stream (not the client). */
@@ -34,6 +36,7 @@ export async function openSse(url: string, headers: Record<string, string> = {})
   const client: SseClient = {
     status: response.status,
     messages: [],
+    comments: [],
     ended: false,
     done: Promise.resolve(),
     abort: () => controller.abort(),
@@ -53,7 +56,7 @@ export async function openSse(url: string, headers: Record<string, string> = {})
   }
   const messages = response.body
     .pipeThrough(new TextDecoderStream())
-    .pipeThrough(new EventSourceParserStream());
+    .pipeThrough(new EventSourceParserStream({ onComment: (comment) => client.comments.push(comment) }));
   client.done = (async () => {
     try {
       for await (const message of messages) {
