@@ -50,9 +50,12 @@ export function exitCodeOfError(err: unknown): number {
   return (err as { code?: unknown } | null)?.code === 'USAGE' ? EXIT.usage : EXIT.failed;
 }
 
-/** The exit code of a run that ended following it: 0 completed, 3 paused, 1 failed or cancelled (or unknown). */
+/**
+ * The exit code of a run's status (`run --follow`, `events --follow`, `status`): 0 completed (or still queued or
+ * running: nothing has gone wrong yet), 3 paused, 1 failed or cancelled (or a status this client does not know).
+ */
 export function exitCodeOfStatus(status: string): number {
-  if (status === 'completed') return EXIT.ok;
+  if (status === 'completed' || status === 'queued' || status === 'running') return EXIT.ok;
   if (status === 'paused') return EXIT.paused;
   return EXIT.failed;
 }

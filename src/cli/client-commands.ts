@@ -2,7 +2,7 @@
  * The client commands of the CLI (CONTRACT.md "Command line"): `run`, `status`, `events`, `approve`, `reject`,
  * `respond`, `cancel`, `retry`. Each talks to the HTTP API at `--url` / `AGENTLOOM_URL` with `--api-key` /
  * `AGENTLOOM_API_KEY`, so they work against `agentloom dev` and `agentloom api` alike. Each action resolves with
- * its exit code: 0 completed / ok, 1 failed or cancelled, 2 bad usage, 3 paused.
+ * its exit code: 0 completed / ok, 1 failed or cancelled, 2 bad usage, 3 paused (`status` too: the run's code).
  */
 import type { Command } from 'commander';
 import type { InvocationJson } from '../api/schemas.js';
@@ -143,12 +143,15 @@ export function registerClientCommands(program: Command): void {
     );
 
   withClientFlags(program.command('status'))
-    .description('show an invocation: its status, the definition it needs, its node tree and pending calls')
+    .description(
+      'show an invocation: its status, the definition it needs, its node tree and pending calls; exit with the ' +
+        "run's code: 0 completed (or still queued or running), 1 failed or cancelled, 3 paused",
+    )
     .argument('<id>', 'the invocation id')
     .action(
       exitWith(async (id: string, o: ClientFlags) => {
-        await printStatus(clientOf(o), id);
-        return EXIT.ok;
+        const view = await printStatus(clientOf(o), id);
+        return exitCodeOfStatus(view.status);
       }),
     );
 

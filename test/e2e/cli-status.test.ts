@@ -1,8 +1,9 @@
 /**
  * `agentloom status ID` as an operator runs it: a real CLI process reading through the HTTP API (here an engine
  * and API server in the test process, on PostgreSQL) — status, the definition hash a run needs, the node tree and
- * the pending call with the lines that answer it; and plain one-line errors with exit 1 for an unknown invocation
- * and for an API that does not answer.
+ * the pending call with the lines that answer it, exiting with the run's code (3 paused; every status is covered
+ * against `dev` and `api` + workers by cli-scenarios.ts); and plain one-line errors with exit 1 for an unknown
+ * invocation and for an API that does not answer.
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,7 +54,8 @@ describe('agentloom status', () => {
     expect(paused.status).toBe('paused');
     const result = await runCli(['status', invocationId, '--url', base]);
     expect(result.stderr).toBe('');
-    expect(result.code, show(result)).toBe(0);
+    // The run's code: 3 paused (a script branches on it without parsing the text).
+    expect(result.code, show(result)).toBe(3);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toBe(`invocation ${invocationId}  app mail  status paused`);
     expect(lines[1]).toContain(`definition ${engine.apps.get('mail')?.definitionHash}`);
@@ -68,6 +70,14 @@ describe('agentloom status', () => {
     expect(at, result.stdout).toBeGreaterThan(0);
     expect(lines[at + 1]).toBe(`  approve: npx agentloom approve ${invocationId} ${callId} --url ${base}`);
     expect(lines[at + 2]).toBe(`  reject:  npx agentloom reject ${invocationId} ${callId} --url ${base}`);
+  });
+
+  it("says in --help that it exits with the run's code", async () => {
+    const help = await runCli(['status', '--help']);
+    expect(help.code, show(help)).toBe(0);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain(
+      "exit with the run's code: 0 completed (or still queued or running), 1 failed or cancelled, 3 paused",
+    );
   });
 
   it('names an unknown invocation, and an API that does not answer, in one plain line (exit 1)', async () => {

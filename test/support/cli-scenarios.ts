@@ -2,7 +2,8 @@
  * The client commands of the CLI (`run`, `status`, `events --follow`, `approve`, `reject`, `respond`, `cancel`,
  * `retry`) run as real processes against a running server — `agentloom dev`, or `agentloom api` with workers — on
  * the apps of test/e2e/fixtures/cli-apps.ts, each with its exit code asserted (0 completed / ok, 1 failed or
- * cancelled or refused, 2 bad usage, 3 paused).
+ * cancelled or refused, 2 bad usage, 3 paused); `status ID` exits with its run's code (0 completed or running,
+ * 1 failed or cancelled, 3 paused), checked for a run in each of those states.
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
@@ -62,7 +63,8 @@ export async function approveScenario(t: CliTarget): Promise<void> {
   expect(paused.stdout).toContain('paused: waiting for 1 call');
   const callId = hintedCall(paused.stdout, 'approve', id);
 
-  const status = expectExit(await cli(t, ['status', id]), 0);
+  // `status` exits with the run's code: 3 paused.
+  const status = expectExit(await cli(t, ['status', id]), 3);
   const lines = status.stdout.split('\n');
   expect(lines[0]).toBe(`invocation ${id}  app mail  status paused`);
   expect(lines).toContain('  mailer  llm  paused  attempt 1');
@@ -75,6 +77,8 @@ export async function approveScenario(t: CliTarget): Promise<void> {
   const done = expectExit(await cli(t, ['events', id, '--follow']), 0);
   expect(done.stdout).toContain('mailer: ← send_mail: {"to":"bob","sent":true,"payload":{"note":"ok"}}');
   expect(done.stdout).toContain('completed: mail sent with {"note":"ok"}');
+  const completed = expectExit(await cli(t, ['status', id]), 0);
+  expect(completed.stdout).toContain(`invocation ${id}  app mail  status completed`);
 
   // The same answer again is a no-op; a different one is refused (409): exit 1 with one plain line.
   expectExit(await cli(t, ['approve', id, callId, '--payload', '{"note":"ok"}']), 0);
@@ -130,11 +134,16 @@ export async function cancelScenario(t: CliTarget): Promise<void> {
     },
     { timeoutMs: 60_000, intervalMs: 200, what: 'the waiter to call its tool' },
   );
+  // Still running (its tool waits for the cancel): `status` exits 0, nothing has gone wrong yet.
+  const running = expectExit(await cli(t, ['status', id]), 0);
+  expect(running.stdout).toMatch(
+    new RegExp(`^invocation ${id} {2}app waiter {2}status (queued|running)$`, 'm'),
+  );
   const cancel = expectExit(await cli(t, ['cancel', id]), 0);
   expect(cancel.stdout.trim()).toBe(`cancelled ${id}`);
   const follow = expectExit(await cli(t, ['events', id, '--follow']), 1);
   expect(follow.stdout.trim().split('\n').at(-1)).toBe('cancelled');
-  const status = expectExit(await cli(t, ['status', id]), 0);
+  const status = expectExit(await cli(t, ['status', id]), 1);
   expect(status.stdout).toContain(`invocation ${id}  app waiter  status cancelled`);
   expect(status.stdout).toContain('  waiter  llm  cancelled');
   expectExit(await cli(t, ['cancel', id]), 0);
@@ -146,6 +155,8 @@ export async function retryScenario(t: CliTarget): Promise<void> {
   const run = expectExit(await cli(t, ['run', 'flaky', input, '--follow']), 1);
   const id = /^invocation (\S+)/m.exec(run.stdout)?.[1] as string;
   expect(run.stdout).toMatch(/^failed: MODEL_ERROR: .*fails the first time/m);
+  const failed = expectExit(await cli(t, ['status', id]), 1);
+  expect(failed.stdout).toContain(`invocation ${id}  app flaky  status failed`);
 
   const retry = expectExit(await cli(t, ['retry', id]), 0);
   expect(retry.stdout).toMatch(new RegExp(`^retrying ${id}; ${id} is (running|completed) — `));
