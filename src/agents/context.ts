@@ -55,6 +55,11 @@ export interface NodeRuntime {
   /** Events already stored by earlier attempts of this node (its journal), oldest first. */
   readonly journal: readonly Event[];
   /**
+   * Ids of this node's paused calls that were withdrawn (cancelled with their invocation): a retried run asks them
+   * again under a new id instead of waiting for an answer that can no longer come.
+   */
+  readonly withdrawnCalls?: ReadonlySet<string>;
+  /**
    * The session's events as of this step: loaded once on first use (only model calls need the whole history),
    * plus those this step appended.
    */

@@ -11,10 +11,27 @@ export const REQUEST_CONFIRMATION = 'adk_request_confirmation';
 
 /** The journal of one node for one agent. */
 export class Journal {
+  /**
+   * @param withdrawn ids of this node's paused calls that were cancelled with their invocation (NodeRuntime
+   *   `withdrawnCalls`): a confirmation request among them no longer stands, and a call waiting under one of them
+   *   waits again under a new id ({@link askId}).
+   */
   constructor(
     private readonly events: readonly Event[],
     private readonly agentName: string,
+    private readonly withdrawn: ReadonlySet<string> = new Set(),
   ) {}
+
+  /**
+   * The id a call that waits for an answer (long-running, in doubt) is asked under: its own id, or when that one
+   * was withdrawn, `<id>~2`, `<id>~3`, … (the first not withdrawn). Deterministic, so every attempt asks the same.
+   */
+  askId(callId: string): string {
+    if (!this.withdrawn.has(callId)) return callId;
+    let n = 2;
+    while (this.withdrawn.has(`${callId}~${n}`)) n += 1;
+    return `${callId}~${n}`;
+  }
 
   /** Model responses of this agent, oldest first (framework request events excluded). */
   modelEvents(): Event[] {
@@ -45,8 +62,12 @@ export class Journal {
     return undefined;
   }
 
-  /** The confirmation request stored for a call: its request call id, hint and payload. */
+  /**
+   * The confirmation request standing for a call: its request call id, hint and payload. A request withdrawn by a
+   * cancel does not stand (the call asks again with a new request); of several, the last.
+   */
   confirmationRequest(callId: string): { requestId: string; hint?: string; payload?: unknown } | undefined {
+    let found: { requestId: string; hint?: string; payload?: unknown } | undefined;
     for (const event of this.events) {
       if (event.author !== this.agentName) continue;
       for (const call of functionCallsOf(event.content)) {
@@ -55,8 +76,8 @@ export class Journal {
           originalFunctionCall?: { id?: string };
           toolConfirmation?: { hint?: string; payload?: unknown };
         };
-        if (args.originalFunctionCall?.id === callId) {
-          return {
+        if (args.originalFunctionCall?.id === callId && !this.withdrawn.has(call.id)) {
+          found = {
             requestId: call.id,
             hint: args.toolConfirmation?.hint,
             payload: args.toolConfirmation?.payload,
@@ -64,7 +85,7 @@ export class Journal {
         }
       }
     }
-    return undefined;
+    return found;
   }
 
   /**

@@ -250,7 +250,12 @@ async function beforeAgent(flow: Flow): Promise<LeafOutcome | undefined> {
 
 /** Runs (or resumes) one activation of an LlmAgent. */
 export async function runLlmFlow(agent: LlmFlowAgent, rt: NodeRuntime): Promise<LeafOutcome> {
-  const flow: Flow = { agent, rt, journal: new Journal(rt.journal, agent.name), tools: toolsOf(agent, rt) };
+  const flow: Flow = {
+    agent,
+    rt,
+    journal: new Journal(rt.journal, agent.name, rt.withdrawnCalls),
+    tools: toolsOf(agent, rt),
+  };
   const short = await beforeAgent(flow);
   if (short) return short;
   const stored = flow.journal.modelEvents();

@@ -10,7 +10,7 @@ import { newId } from '../core/ids.js';
 import { toResponseObject, type Tool } from '../tools/tool.js';
 import { runChain } from './callbacks.js';
 import type { PauseRequest } from './context.js';
-import { REQUEST_CONFIRMATION } from './journal.js';
+import { REQUEST_CONFIRMATION, type Journal } from './journal.js';
 import {
   actionsOf,
   ChildPaused,
@@ -42,7 +42,7 @@ export async function resolveCall(scope: CallScope, call: FunctionCall): Promise
   if (stored) return { kind: 'done', response: stored.response.response, actions: stored.event.actions };
   if (journal.isLongRunning(id)) {
     const answer = journal.userResponse(id);
-    if (!answer) return { kind: 'pending', request: pendingLongRunning(call) };
+    if (!answer) return { kind: 'pending', request: pendingLongRunning(call, journal) };
     return { kind: 'done', response: answer.response, actions: {} };
   }
   const confirmation = journal.confirmationRequest(id);
@@ -64,9 +64,16 @@ export async function resolveCall(scope: CallScope, call: FunctionCall): Promise
   return runTool(scope, call, undefined);
 }
 
-function pendingLongRunning(call: FunctionCall): PauseRequest {
+/** A call waiting for its answer, asked under {@link Journal.askId} (its own id unless that one was withdrawn). */
+function pendingLongRunning(call: FunctionCall, journal: Journal): PauseRequest {
   const id = call.id as string;
-  return { callId: id, kind: 'long_running', name: call.name, args: call.args ?? {}, originalCallId: id };
+  return {
+    callId: journal.askId(id),
+    kind: 'long_running',
+    name: call.name,
+    args: call.args ?? {},
+    originalCallId: id,
+  };
 }
 
 function pendingConfirmation(
@@ -198,7 +205,8 @@ async function guardUnsafe(
     return undefined;
   }
   const answer = scope.journal.userResponse(id);
-  if (!answer) return { kind: 'pending', request: { ...pendingLongRunning(call), kind: 'in_doubt' } };
+  if (!answer)
+    return { kind: 'pending', request: { ...pendingLongRunning(call, scope.journal), kind: 'in_doubt' } };
   // The human decided: skip with a given result, fail the call, or run it again.
   if (answer.response.action === 'skip')
     return emitResponse(scope, call, toResponseObject(answer.response.result ?? {}), {});
@@ -241,7 +249,7 @@ async function runTool(
     return requestConfirmation(scope, call, ctx.confirmationRequest, beforeWrites);
   response = (await runChain(agent.callbacks.afterToolCallback, tool, args, ctx, response)) ?? response;
   const result = await emitResponse(scope, call, response, actionsOf(ctx), tool.isLongRunning);
-  if (tool.isLongRunning) return { kind: 'pending', request: pendingLongRunning(call) };
+  if (tool.isLongRunning) return { kind: 'pending', request: pendingLongRunning(call, scope.journal) };
   return result;
 }
 

@@ -11,6 +11,7 @@ import { listEvents } from '../store/events.js';
 import type { InvocationRow } from '../store/invocations.js';
 import { releaseLease, renewLease, type NodeRow } from '../store/nodes.js';
 import { readInvocationState } from '../store/sessions.js';
+import { cancelledCallIds } from '../store/tool-requests.js';
 import { commitLeaf } from './leaf-commit.js';
 import { SHUTDOWN } from './local-steps.js';
 import { EngineNodeRuntime, LeaseGuard } from './node-runtime.js';
@@ -54,13 +55,15 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
   const guard = guardStep(env, leaf, log);
   let runtime: EngineNodeRuntime | undefined;
   try {
-    const [journal, state] = await Promise.all([
+    const first = claimed.attempt === 1;
+    const [events, withdrawn, state] = await Promise.all([
       // A first attempt has no journal: only claimed attempts (and answers to their pauses) write a node's events.
-      claimed.attempt === 1
-        ? []
-        : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
+      first ? [] : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
+      // Nor calls withdrawn by a cancel: a retried run asks them again (see Journal).
+      first ? [] : cancelledCallIds(store.db, inv.id, claimed.path),
       known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
     ]);
+    const journal = { events, withdrawnCalls: new Set(withdrawn) };
     runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, guard.lease);
     let outcome: LeafOutcome | NodeSuspended;
     try {

@@ -107,6 +107,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   readonly nodePath: string;
   readonly branch: string | undefined;
   readonly journal: readonly Event[];
+  readonly withdrawnCalls: ReadonlySet<string>;
   endRequested = false;
   private history: Event[] | undefined;
   /** Events this step appended, in order (the history loaded later must include them too). */
@@ -117,7 +118,7 @@ export class EngineNodeRuntime implements NodeRuntime {
     private readonly deps: NodeRuntimeDeps,
     private readonly invocation: InvocationInfo,
     private readonly node: NodeRow,
-    journal: Event[],
+    journal: Event[] | { events: Event[]; withdrawnCalls: ReadonlySet<string> },
     state: Record<string, unknown>,
     readonly signal: AbortSignal,
     private readonly lease?: LeaseGuard,
@@ -128,7 +129,8 @@ export class EngineNodeRuntime implements NodeRuntime {
     this.userId = invocation.userId;
     this.nodePath = node.path;
     this.branch = node.branch ?? undefined;
-    this.journal = journal;
+    this.journal = Array.isArray(journal) ? journal : journal.events;
+    this.withdrawnCalls = Array.isArray(journal) ? new Set() : journal.withdrawnCalls;
     this.currentState = state;
   }
 

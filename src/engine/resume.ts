@@ -96,9 +96,12 @@ export async function answerTx(
   }
   const node = await getNode(tx, invocationId, request.nodePath, true);
   if (!node) throw new AgentloomError('INTERNAL', `node ${request.nodePath} of a pending call is missing`);
-  const requested = request.request as { name?: string };
+  const requested = request.request as { name?: string; originalCallId?: string };
   const name =
     request.kind === 'confirmation' ? REQUEST_CONFIRMATION : (input.name ?? requested.name ?? 'tool');
+  // The journal reads a confirmation's answer under its request id, and a waiting call's under the call's own id
+  // (which differs from the request's when the call was asked again after a cancel, see Journal.askId).
+  const responseId = request.kind === 'confirmation' ? input.id : (requested.originalCallId ?? input.id);
   await appendEventTx(tx, {
     sessionId: invocation.sessionId,
     invocationId,
@@ -108,7 +111,7 @@ export async function answerTx(
       author: 'user',
       content: {
         role: 'user',
-        parts: [{ functionResponse: { id: input.id, name, response: input.response } }],
+        parts: [{ functionResponse: { id: responseId, name, response: input.response } }],
       },
     },
   });

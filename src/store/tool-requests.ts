@@ -81,14 +81,31 @@ function toolRequestFromJson(r: Json): ToolRequestRow {
 
 type Json = Record<string, unknown>;
 
-/** Whether any of these requests has been answered (or cancelled) since they were read. */
+/** Whether any of these requests has been answered since they were read. */
 export async function anyAnswered(db: Db, invocationId: string, callIds: string[]): Promise<boolean> {
   if (callIds.length === 0) return false;
   const rows = await db
     .select({ status: toolRequests.status })
     .from(toolRequests)
     .where(and(eq(toolRequests.invocationId, invocationId), inArray(toolRequests.callId, callIds)));
-  return rows.some((r) => r.status !== 'pending');
+  // Only an answer counts: a request cancelled with its invocation was withdrawn, and a retried run asks anew.
+  return rows.some((r) => r.status === 'answered');
+}
+
+/** Call ids of a node's requests that were cancelled (withdrawn with their invocation), oldest first. */
+export async function cancelledCallIds(db: Db, invocationId: string, nodePath: string): Promise<string[]> {
+  const rows = await db
+    .select({ callId: toolRequests.callId })
+    .from(toolRequests)
+    .where(
+      and(
+        eq(toolRequests.invocationId, invocationId),
+        eq(toolRequests.nodePath, nodePath),
+        eq(toolRequests.status, 'cancelled'),
+      ),
+    )
+    .orderBy(toolRequests.createdAt);
+  return rows.map((r) => r.callId);
 }
 
 /** Stores the answer to a request. */
