@@ -200,7 +200,7 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
       tags: TAG,
       summary: 'Cancel an invocation (an ended one is left as it is)',
       params: idParamsSchema,
-      response: { 200: invocationSchema, ...errorResponses(400, 401, 404) },
+      response: { 200: invocationSchema, ...errorResponses(400, 401, 404, 413, 415) },
     },
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);

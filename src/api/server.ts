@@ -27,6 +27,7 @@ import { appRoutes } from './routes-apps.js';
 import { eventRoutes } from './routes-events.js';
 import { invocationRoutes } from './routes-invocations.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
+import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './unread-body.js';
 
 /** Options of {@link createApiServer}. */
 export interface ApiServerOptions {
@@ -44,6 +45,11 @@ export interface ApiServerOptions {
   readyTimeoutMs?: number;
   /** Largest accepted request body; larger ones answer 413. Default 1 MiB. */
   bodyLimitBytes?: number;
+  /**
+   * How much of a body refused unread (413, 415, 401) is read and dropped after the answer, so that the client
+   * reads the answer instead of a broken connection. Default 64 MiB or 10 s, whichever comes first.
+   */
+  unreadBodyBounds?: Partial<UnreadBodyBounds>;
   /** Default: the engine's logger. */
   logger?: Logger;
   /** Include Node.js process metrics in `/metrics`. Default true. */
@@ -81,8 +87,17 @@ function packageVersion(): string {
   return pkg.version ?? '0.0.0';
 }
 
-/** Sends a failure in the error shape (401s say how to authenticate). */
-function sendFailure(err: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+/**
+ * Sends a failure in the error shape (401s say how to authenticate). A body left unread (too large, refused before
+ * parsing) is read and dropped within `bounds`, on a connection kept open meanwhile.
+ */
+function sendFailure(
+  err: unknown,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  bounds: UnreadBodyBounds = UNREAD_BODY_BOUNDS,
+): FastifyReply {
+  if (dropUnreadBody(request.raw, bounds)) reply.removeHeader('connection');
   const failure = httpFailure(err, String(request.id));
   if (failure.log === 'error') request.log.error({ err }, 'request failed');
   else if (failure.log === 'warn') request.log.warn({ err }, 'request failed: a service did not answer');
@@ -91,7 +106,12 @@ function sendFailure(err: unknown, request: FastifyRequest, reply: FastifyReply)
 }
 
 /** Auth on every route but the probes, request metrics, one error shape, and empty JSON bodies as no body. */
-function installHooks(server: ApiApp, ctx: RouteContext, keys: readonly ApiKey[]): void {
+function installHooks(
+  server: ApiApp,
+  ctx: RouteContext,
+  keys: readonly ApiKey[],
+  bounds: UnreadBodyBounds,
+): void {
   // An empty JSON body is no body (POST …/cancel from clients that always send the header).
   const parseJson = server.getDefaultJsonParser('error', 'error');
   server.removeContentTypeParser('application/json');
@@ -127,7 +147,7 @@ function installHooks(server: ApiApp, ctx: RouteContext, keys: readonly ApiKey[]
   });
   // On close, open event streams end at once (clients resume elsewhere with Last-Event-ID); requests in flight finish.
   server.addHook('preClose', async () => ctx.closing.abort());
-  server.setErrorHandler((err: FastifyError, request, reply) => sendFailure(err, request, reply));
+  server.setErrorHandler((err: FastifyError, request, reply) => sendFailure(err, request, reply, bounds));
   server.setNotFoundHandler((request) => {
     throw routeNotFound(request.method, request.url);
   });
@@ -142,7 +162,9 @@ async function documentApi(server: ApiApp): Promise<void> {
         title: 'agentloom',
         version: packageVersion(),
         description:
-          'Durable workflow engine for ADK-style agents. Errors are {"error": {"code", "message", "details"?}}.',
+          'Durable workflow engine for ADK-style agents. Errors are {"error": {"code", "message", "details"?}}. ' +
+          'A body over the limit (default 1 MiB) answers 413 PAYLOAD_TOO_LARGE; the rest is read and dropped (up to ' +
+          '64 MiB or 10 s, then the connection is closed), so that a client that streams its body reads the answer.',
       },
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
       security: [{ apiKey: [] }],
@@ -191,7 +213,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
     authEnabled: keys.length > 0,
     closing: new AbortController(),
   };
-  installHooks(server, ctx, keys);
+  installHooks(server, ctx, keys, { ...UNREAD_BODY_BOUNDS, ...options.unreadBodyBounds });
   await documentApi(server);
   opsRoutes(server, ctx);
   invocationRoutes(server, ctx);

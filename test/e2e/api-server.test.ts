@@ -7,7 +7,10 @@
  * - the example app's flow of `agentloom dev` (live SSE with branch labels, a disconnect and a Last-Event-ID
  *   reconnect, the pause confirmed on a stream that stays open, completion; issue 9, acceptance 2);
  * - every client command of the CLI against it, with exit codes (acceptance 5, the api + worker half; the `dev`
- *   half is in dev-server.test.ts), and a wrong key refused with one plain line.
+ *   half is in dev-server.test.ts), and a wrong key refused with one plain line;
+ * - a 24 MiB POST to every route that takes a body answered 413 in the error shape to Node's http client and to
+ *   fetch (both stream the body: the API reads and drops the rest instead of closing under them), nothing
+ *   written, the API healthy after (issue 18).
  *
  * SIGTERM stops the API with exit code 0. Leases are long (30 s): nothing here is killed, and a busy machine must
  * not make a step look abandoned.
@@ -24,7 +27,9 @@ import {
   retryScenario,
   type CliTarget,
 } from '../support/cli-scenarios.js';
+import { postWithFetch, postWithHttp, type BigPostResult } from '../support/big-body.js';
 import { exampleRunOverSse } from '../support/example-flow.js';
+import { waitFor } from '../support/wait-for.js';
 
 const KEY = 'e2e-ops-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };
@@ -97,6 +102,89 @@ describe('agentloom api + two agentloom workers', () => {
 
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop('SIGTERM')));
+  });
+
+  /** Rows of every table a request could write, and the latest update of a run or a node. */
+  async function written(): Promise<Record<string, unknown>> {
+    const { rows } = await db.query(
+      `SELECT (SELECT count(*) FROM invocations) AS invocations, (SELECT count(*) FROM sessions) AS sessions,
+              (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM nodes) AS nodes,
+              (SELECT count(*) FROM tool_requests) AS tool_requests,
+              (SELECT max(updated_at) FROM invocations) AS invocation_update,
+              (SELECT max(updated_at) FROM nodes) AS node_update`,
+    );
+    return rows[0] as Record<string, unknown>;
+  }
+
+  it('answers a 24 MiB POST on every body route with 413 to node:http and fetch alike; writes nothing', async () => {
+    const created = await fetch(`${base}/v1/apps/mail/invocations`, {
+      method: 'POST',
+      headers: { ...AUTH, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 'e2e', input: 'mail bob' }),
+    });
+    expect(created.status).toBe(202);
+    const { invocationId: id } = (await created.json()) as { invocationId: string };
+    const read = async () =>
+      (await (await fetch(`${base}/v1/invocations/${id}`, { headers: AUTH })).json()) as {
+        status: string;
+        pending: { callId: string }[];
+      };
+    const paused = await waitFor(async () => ((await read()).status === 'paused' ? read() : undefined), {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+      what: 'the mail run to pause',
+    });
+    const callId = paused.pending[0]?.callId as string;
+    const before = await written();
+
+    // JSON of 24 MiB: a string no route takes past the 1 MiB limit.
+    const big = Buffer.from(JSON.stringify({ userId: 'e2e', input: 'x'.repeat(24 * 1024 * 1024) }));
+    const routes = [
+      '/v1/apps/mail/invocations',
+      `/v1/invocations/${id}/responses`,
+      `/v1/invocations/${id}/confirmations/${callId}`,
+      `/v1/invocations/${id}/cancel`,
+      `/v1/invocations/${id}/retry`,
+    ];
+    const results: (BigPostResult & { route: string })[] = [];
+    // Twice each: a server that stops reading too early breaks some of them, not always the same ones.
+    for (const route of [...routes, ...routes]) {
+      for (const post of [postWithHttp, postWithFetch]) {
+        results.push({ route, ...(await post(`${base}${route}`, big, AUTH)) });
+      }
+    }
+    // Every client read the answer (all listed at once when some did not: which client, which route, what error).
+    const broken = results.filter((r) => r.status !== 413 || r.error !== undefined);
+    expect(broken).toEqual([]);
+    for (const result of results) {
+      expect(result, JSON.stringify(result)).toEqual({
+        route: result.route,
+        client: result.client,
+        status: 413,
+        body: {
+          error: { code: 'PAYLOAD_TOO_LARGE', message: expect.any(String), details: { field: 'body' } },
+        },
+      });
+    }
+    // Refused before its body is read (no key): the client reads that answer too.
+    for (const post of [postWithHttp, postWithFetch]) {
+      const denied = await post(`${base}/v1/apps/mail/invocations`, big);
+      expect(denied, JSON.stringify(denied)).toMatchObject({
+        status: 401,
+        body: { error: { code: 'UNAUTHORIZED' } },
+      });
+      expect(denied.error).toBeUndefined();
+    }
+
+    // Nothing written: no invocation, session, event, node or tool request, no update; the run waits as it was.
+    expect(await written()).toEqual(before);
+    expect(await read()).toEqual(paused);
+    // Healthy: the probes answer, and so does a small request on the same server.
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    const cancelled = await fetch(`${base}/v1/invocations/${id}/cancel`, { method: 'POST', headers: AUTH });
+    expect(cancelled.status).toBe(200);
+    expect((await read()).status).toBe('cancelled');
   });
 
   it('drives a run through HTTP: enqueue, SSE to the pause, confirm, SSE resumed to completion', async () => {

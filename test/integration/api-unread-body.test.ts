@@ -1,0 +1,142 @@
+/**
+ * A body refused before it is read (413 too large, 401 no key) is read and dropped after the answer, within bounds
+ * (issue 18): the connection then serves the next request; a body past `maxBytes`, or a client still sending after
+ * `maxMs`, has its connection cut, and the server answers others as before. The whole flow with a real `api`
+ * process, both clients and every body route is in test/e2e/api-server.test.ts.
+ */
+import { Agent, request as httpRequest, type ClientRequest } from 'node:http';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiServer, type ApiApp, type ApiServerOptions } from '../../src/api/index.js';
+import { createEngine, type Engine } from '../../src/index.js';
+import { scripted } from '../support/agents.js';
+import { postWithHttp } from '../support/big-body.js';
+import { createTestDatabase } from '../support/services.js';
+import { waitFor } from '../support/wait-for.js';
+
+const MiB = 1024 * 1024;
+const big = Buffer.from(JSON.stringify({ userId: 'u', input: 'x'.repeat(24 * MiB) }));
+
+let engine: Engine;
+const servers: ApiApp[] = [];
+
+/** An API server over the file's engine, listening on loopback. */
+async function serve(options: Omit<ApiServerOptions, 'engine'> = {}): Promise<string> {
+  const server = await createApiServer({ engine, processMetrics: false, ...options });
+  servers.push(server);
+  return server.listen({ port: 0, host: '127.0.0.1' });
+}
+
+beforeAll(async () => {
+  engine = await createEngine({
+    apps: [{ name: 'echo', agent: scripted('echoer', 'echo') }],
+    database: await createTestDatabase(),
+    queue: 'local',
+    logger: pino({ level: 'silent' }),
+  });
+});
+
+afterAll(async () => {
+  for (const server of servers) await server.close();
+  await engine?.close();
+});
+
+/**
+ * Sends a request on `agent` and reads its answer; resolves once the request is over (answer read, body sent).
+ * `reusedSocket` says whether it went on a connection left open by an earlier request.
+ */
+function send(
+  url: string,
+  agent: Agent,
+  init: { method: string; body?: Buffer; headers?: Record<string, string> },
+): Promise<{ status: number; text: string; reusedSocket: boolean }> {
+  return new Promise((resolve, reject) => {
+    let answer: { status: number; text: string } | undefined;
+    let closed = false;
+    const settle = () => {
+      if (answer && closed) resolve({ ...answer, reusedSocket: req.reusedSocket });
+    };
+    const req: ClientRequest = httpRequest(
+      url,
+      { method: init.method, agent, headers: init.headers },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          answer = { status: res.statusCode ?? 0, text };
+          settle();
+        });
+      },
+    );
+    req.on('error', reject);
+    req.on('close', () => {
+      closed = true;
+      settle();
+    });
+    req.end(init.body);
+  });
+}
+
+describe('a body refused unread', () => {
+  it('is read to its end after the 413, and the same connection serves the next request', async () => {
+    const base = await serve();
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    try {
+      const refused = await send(`${base}/v1/apps/echo/invocations`, agent, {
+        method: 'POST',
+        body: big,
+        headers: { 'content-type': 'application/json', 'content-length': String(big.length) },
+      });
+      expect(refused.status).toBe(413);
+      expect(JSON.parse(refused.text)).toMatchObject({ error: { code: 'PAYLOAD_TOO_LARGE' } });
+      const next = await send(`${base}/healthz`, agent, { method: 'GET' });
+      expect(next).toMatchObject({ status: 200, reusedSocket: true });
+    } finally {
+      agent.destroy();
+    }
+  });
+
+  it('answers 401 to a big body sent without a key, and reads it to its end too', async () => {
+    const base = await serve({ apiKeys: 'ops:unread-body-key-0123456789' });
+    const denied = await postWithHttp(`${base}/v1/apps/echo/invocations`, big);
+    expect(denied).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHORIZED' } } });
+    expect(denied.error).toBeUndefined();
+  });
+
+  it('cuts the connection past maxBytes; the server answers others as before', async () => {
+    const base = await serve({ unreadBodyBounds: { maxBytes: 2 * MiB } });
+    const cut = await postWithHttp(`${base}/v1/apps/echo/invocations`, big);
+    // The client could not send its 24 MiB: the server stopped reading after the bound.
+    expect(cut.error, JSON.stringify(cut)).toMatch(/^(EPIPE|ECONNRESET)$/);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    const { invocations } = (await (await fetch(`${base}/v1/invocations`)).json()) as {
+      invocations: unknown[];
+    };
+    expect(invocations).toEqual([]);
+  });
+
+  it('cuts the connection of a client still sending after maxMs', async () => {
+    const base = await serve({ unreadBodyBounds: { maxMs: 200 } });
+    let status: number | undefined;
+    let closed = false;
+    const req = httpRequest(`${base}/v1/apps/echo/invocations`, {
+      method: 'POST',
+      agent: false,
+      headers: { 'content-type': 'application/json', 'content-length': String(30 * MiB) },
+    });
+    req.on('response', (res) => {
+      status = res.statusCode;
+      res.resume();
+    });
+    req.on('error', () => undefined);
+    req.on('close', () => (closed = true));
+    // 2 MiB of the 30 announced, then nothing: the answer comes, then the server closes.
+    req.write(Buffer.alloc(2 * MiB, 'x'));
+    await waitFor(() => status !== undefined && closed, {
+      timeoutMs: 20_000,
+      what: 'the 413 and the server closing the connection',
+    });
+    expect(status).toBe(413);
+  });
+});
