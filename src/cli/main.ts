@@ -110,12 +110,12 @@ program
 program
   .command('validate')
   .description(
-    'check declarative apps (agentloom YAML or kagent Agent manifests); exit 1 with every problem as file:line:col: path: message',
+    'check declarative apps (agentloom YAML or kagent Agent manifests) as dev/worker --apps PATH load them, tool and model names included; exit 1 with every problem as file:line:col: path: message',
   )
   .argument('<path>', 'a .yaml / .yml file or a folder of them')
   .option(
     '--registry <module>',
-    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files use are checked against them',
+    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files may use besides the built-in tools and Gemini ids',
   )
   .action(async (path: string, opts: ValidateFlags) => {
     const { runValidate } = await import('./validate.js');

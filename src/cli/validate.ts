@@ -1,6 +1,9 @@
 /**
  * `agentloom validate PATH`: checks declarative apps (agentloom YAML or kagent Agent manifests) without running
- * anything. Valid: one summary line, exit 0. Invalid: every problem as `file:line:col: path: message`, exit 1.
+ * anything, through the loader's own code path with the names `dev` / `worker --apps PATH` would have: the built-in
+ * tools, Gemini ids, the files' ModelConfigs, and with `--registry MODULE` that module's `tools` / `models` (what
+ * `createEngine({ apps: PATH, tools, models })` gets). Valid: one summary line, exit 0. Invalid: every problem as
+ * `file:line:col: path: message`, exit 1.
  */
 import { checkAppsYaml, formatProblem, type YamlAppsCheck } from '../config/load-apps.js';
 import { hasErrorCode } from '../core/errors.js';
@@ -9,7 +12,7 @@ import { registerApps } from '../engine/registry.js';
 
 /** Flags of `agentloom validate`. */
 export interface ValidateFlags {
-  /** A module exporting `tools` / `models`: names in the files are checked against them. */
+  /** A module exporting `tools` / `models`: names the files may use besides the built-in ones. */
   registry?: string;
 }
 
@@ -35,9 +38,11 @@ export async function runValidate(path: string, flags: ValidateFlags): Promise<n
   const summary = registered
     .map((app) => `${app.name} (${app.agents.size} agents, definition ${app.definitionHash.slice(0, 12)})`)
     .join(', ');
-  const unchecked = flags.registry ? '' : '; tool and model names not checked (pass --registry MODULE)';
+  const names = flags.registry
+    ? `built-in tools, Gemini ids and ${flags.registry}`
+    : 'built-in tools and Gemini ids; --registry MODULE adds tools and models registered in code';
   console.log(
-    `ok: ${path}: ${registered.length === 1 ? '1 app' : `${registered.length} apps`}: ${summary}${unchecked}`,
+    `ok: ${path}: ${registered.length === 1 ? '1 app' : `${registered.length} apps`}: ${summary}; names checked against ${names}`,
   );
   return 0;
 }

@@ -2,7 +2,8 @@
  * kagent `Agent` manifests → one app (CONTRACT.md "Declarative agents", reference 001).
  *
  * - Each Agent becomes an LlmAgent: `systemMessage` is its instruction, `spec.description` its description,
- *   `modelConfig` names its model (a registered model or a Gemini id; absent: the model registered as "default").
+ *   `modelConfig` names its model (a registered model, a Gemini id, or a Gemini ModelConfig manifest of the same
+ *   path, see kagent-model-configs.ts; absent: the model registered as "default").
  * - Its name is `metadata.name` made a JS identifier by {@link toIdentifier} (`code-writer` → `code_writer`).
  * - `subagents[].workflow` becomes a SequentialAgent / ParallelAgent / LoopAgent over the named Agents, offered to
  *   its parent as an AgentTool with `skipSummarization` (as kagent does). It is named
@@ -23,6 +24,7 @@ import { AgentloomError } from '../core/errors.js';
 import { AgentTool } from '../agents/agent-tool.js';
 import type { Tool } from '../tools/tool.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
+import { ModelConfigs } from './kagent-model-configs.js';
 import { APP_ANNOTATION, kagentAgentSchema, type KagentSubagent } from './kagent-schema.js';
 import { toIdentifier } from './native-schema.js';
 import { modelProblem, toolProblem, type DeclarativeApp, type Registries } from './registries.js';
@@ -44,14 +46,22 @@ function field(value: unknown, key: string): unknown {
 }
 
 /** Model and tool names of a manifest (read from its raw data, so a manifest with other problems is checked too). */
-function checkNames(source: YamlDocument, data: unknown, registries: Registries): ConfigProblem[] {
+function checkNames(
+  source: YamlDocument,
+  data: unknown,
+  registries: Registries,
+  modelConfigs: ModelConfigs,
+): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const declarativePath = ['spec', 'declarative'];
   const declarative = field(field(data, 'spec'), 'declarative');
   if (declarative === undefined) return problems;
   const modelConfig = field(declarative, 'modelConfig');
   if (modelConfig === undefined || typeof modelConfig === 'string') {
-    const problem = modelProblem(modelConfig, registries, 'modelConfig');
+    const registered = modelConfig !== undefined && Object.hasOwn(registries.models ?? {}, modelConfig);
+    const problem =
+      (modelConfig !== undefined && !registered ? modelConfigs.unusable(modelConfig) : undefined) ??
+      modelProblem(modelConfig, registries, 'modelConfig', modelConfigs.usable());
     const at = modelConfig === undefined ? declarativePath : [...declarativePath, 'modelConfig'];
     if (problem) problems.push(source.problem(at, problem));
   }
@@ -72,7 +82,11 @@ function checkNames(source: YamlDocument, data: unknown, registries: Registries)
 class Builder {
   private readonly built = new Map<string, BaseAgent>();
 
-  constructor(private readonly links: ManifestLinks) {}
+  constructor(
+    private readonly links: ManifestLinks,
+    /** The model an Agent's `modelConfig` builds with. */
+    private readonly modelFor: (modelConfig: string) => string,
+  ) {}
 
   build(manifest: Manifest): BaseAgent {
     const existing = this.built.get(manifest.data.metadata.name);
@@ -109,7 +123,9 @@ class Builder {
       // A workflow step's description (its role in the workflow) wins over the Agent's own.
       description: this.links.stepDescription(manifest.data.metadata.name) ?? spec.description,
       instruction: spec.declarative.systemMessage,
-      ...(spec.declarative.modelConfig === undefined ? {} : { model: spec.declarative.modelConfig }),
+      ...(spec.declarative.modelConfig === undefined
+        ? {}
+        : { model: this.modelFor(spec.declarative.modelConfig) }),
       ...(spec.declarative.stream === undefined ? {} : { stream: spec.declarative.stream }),
       ...(tools.length > 0 ? { tools } : {}),
     });
@@ -120,12 +136,13 @@ class Builder {
 
 /**
  * The app of a set of kagent Agent manifests (a file, or every manifest of a folder), or the problems that
- * stop it from being one (then `app` is undefined).
+ * stop it from being one (then `app` is undefined). `modelConfigs`: the ModelConfig manifests read with them.
  */
 export function readKagentApp(
   sources: readonly YamlDocument[],
   registries: Registries,
   where: string,
+  modelConfigs: ModelConfigs = ModelConfigs.none,
 ): { app?: DeclarativeApp; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [];
   const manifests: Manifest[] = [];
@@ -147,7 +164,7 @@ export function readKagentApp(
   const links = linkManifests(manifests, invalid, where);
   problems.push(...links.problems);
   for (const { source, data } of [...manifests, ...invalid])
-    problems.push(...checkNames(source, data, registries));
+    problems.push(...checkNames(source, data, registries, modelConfigs));
   // Generated workflow agent names must not collide with Agents or with each other.
   const names = new Map(manifests.map((m) => [m.ident, `Agent "${m.data.metadata.name}"`]));
   for (const manifest of manifests) {
@@ -172,7 +189,8 @@ export function readKagentApp(
     return { problems };
   }
   try {
-    return { app: { name: appName, agent: new Builder(links).build(root) }, problems: [] };
+    const builder = new Builder(links, (name) => modelConfigs.modelFor(name, registries));
+    return { app: { name: appName, agent: builder.build(root) }, problems: [] };
   } catch (err) {
     // The checks above mirror the constructors; this is the safety net for one they missed.
     if (!(err instanceof AgentloomError)) throw err;

@@ -16,7 +16,10 @@ export const ROOT_ANNOTATION = 'agentloom.dev/root';
 /** Annotation on the root Agent naming the app (default: the root's `metadata.name`). */
 export const APP_ANNOTATION = 'agentloom.dev/app';
 
-/** Other kagent kinds a folder may hold; they are skipped (models and tools come from the registries). */
+/**
+ * Other kagent kinds a folder may hold. ModelConfigs declare the models Agents name (kagent-model-configs.ts); the
+ * others are skipped (tools come from the registries).
+ */
 export const SKIPPED_KINDS: readonly string[] = [
   'ModelConfig',
   'RemoteMCPServer',
@@ -164,7 +167,8 @@ const declarativeSchema = z.strictObject(
     }),
     modelConfig: z
       .string({
-        error: 'write modelConfig as the name of a registered model or a Gemini id, e.g. gemini-2.5-flash',
+        error:
+          'write modelConfig as the name of a registered model, a Gemini id or a ModelConfig of this folder, e.g. gemini-2.5-flash',
       })
       .optional(),
     stream: z.boolean({ error: 'write stream: true or stream: false' }).optional(),

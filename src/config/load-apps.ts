@@ -1,14 +1,19 @@
 /**
  * Declarative apps from YAML: a file, or a folder of `.yaml` / `.yml` files (not its subfolders). Each document
  * is either an agentloom app (`app:`, `agents:`; one app per document) or a kagent `Agent` manifest; all
- * kagent Agents of the path together form one app (see kagent-apps.ts for its root and name). Other kagent kinds
- * (ModelConfig, RemoteMCPServer, …) are skipped: models and tools come from the registries.
+ * kagent Agents of the path together form one app (see kagent-apps.ts for its root and name), with the
+ * ModelConfig manifests of the path declaring the models they name (kagent-model-configs.ts). Other kagent kinds
+ * (RemoteMCPServer, …) are skipped: tools come from the registries.
+ *
+ * Checking and loading are one code path ({@link checkAppsYaml}): `agentloom validate PATH` runs it with the names
+ * `dev` / `worker --apps PATH` would have, so what passes one loads in the other and what fails there fails here.
  */
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { AgentloomError } from '../core/errors.js';
 import { readKagentApp } from './kagent-apps.js';
+import { ModelConfigs } from './kagent-model-configs.js';
 import { SKIPPED_KINDS } from './kagent-schema.js';
 import { readNativeApp } from './native-apps.js';
 import type { DeclarativeApp, Registries } from './registries.js';
@@ -70,11 +75,19 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** Splits a file into documents: native apps and kagent Agents; parse errors and strays become problems. */
-function readFile(
-  file: string,
-  into: { native: YamlDocument[]; kagent: YamlDocument[]; problems: ConfigProblem[] },
-): void {
+/** The documents of a path by kind, and the problems met reading them. */
+interface FoundDocuments {
+  native: YamlDocument[];
+  kagent: YamlDocument[];
+  modelConfigs: YamlDocument[];
+  problems: ConfigProblem[];
+}
+
+/**
+ * Splits a file into documents: native apps, kagent Agents and ModelConfigs; parse errors and strays become
+ * problems.
+ */
+function readFile(file: string, into: FoundDocuments): void {
   const lineCounter = new LineCounter();
   const docs = parseAllDocuments(readFileSync(file, 'utf8'), { lineCounter });
   const list = Array.isArray(docs) ? docs : [];
@@ -97,6 +110,8 @@ function readFile(
       into.native.push(source);
     } else if (data.kind === 'Agent') {
       into.kagent.push(source);
+    } else if (data.kind === 'ModelConfig' && String(data.apiVersion).startsWith('kagent.dev/')) {
+      into.modelConfigs.push(source);
     } else if (!(
       typeof data.kind === 'string' &&
       SKIPPED_KINDS.includes(data.kind) &&
@@ -124,15 +139,12 @@ function readFile(
 
 /**
  * Reads and checks the apps at `path` without throwing on their content: every problem of every file is in
- * `problems` (sorted by file, line, column), and `apps` is empty unless there is none. Throws CONFIG when the
- * path does not exist or a folder has no YAML files.
+ * `problems` (sorted by file, line, column), and `apps` is empty unless there is none. Tool and model names are
+ * checked against the built-in tools, Gemini ids, the files' ModelConfigs and `registries` (absent records are
+ * empty: nothing registered in code). Throws CONFIG when the path does not exist or a folder has no YAML files.
  */
 export async function checkAppsYaml(path: string, registries: Registries = {}): Promise<YamlAppsCheck> {
-  const found = {
-    native: [] as YamlDocument[],
-    kagent: [] as YamlDocument[],
-    problems: [] as ConfigProblem[],
-  };
+  const found: FoundDocuments = { native: [], kagent: [], modelConfigs: [], problems: [] };
   for (const file of filesOf(path)) readFile(file, found);
   const problems = [...found.problems];
   const apps: { app: DeclarativeApp; source: YamlDocument }[] = [];
@@ -142,7 +154,7 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
     if (result.app) apps.push({ app: result.app, source });
   }
   if (found.kagent.length > 0) {
-    const result = readKagentApp(found.kagent, registries, path);
+    const result = readKagentApp(found.kagent, registries, path, ModelConfigs.read(found.modelConfigs));
     problems.push(...result.problems);
     const first = found.kagent[0] as YamlDocument;
     if (result.app) apps.push({ app: result.app, source: first });
@@ -164,7 +176,8 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
 /**
  * Loads declarative apps (agentloom YAML or kagent Agent manifests) from a file or a folder. Tools and models
  * are names checked against `registries` (the `tools` / `models` records given to `createEngine`; pass the same
- * ones there, since the agents keep the names); `exit_loop` and Gemini ids (`gemini-…`) are always accepted.
+ * ones there, since the agents keep the names; absent: none); `exit_loop`, Gemini ids (`gemini-…`) and the
+ * files' Gemini ModelConfigs are always accepted.
  * Throws one AgentloomError VALIDATION listing every problem, one `file:line:col: path: message` per line, with
  * the problems in `details.problems`; nothing is constructed from an invalid file.
  */

@@ -54,7 +54,8 @@ async function importModule(url: string, typescript: boolean): Promise<Record<st
 /**
  * Imports an apps module and checks its exports; CONFIG errors say what the module must export. A YAML file or a
  * folder loads through {@link loadAppsFromYaml} instead (VALIDATION listing every problem): its tool and model
- * names are checked against `registries` when given, else left for the engine to resolve when agents run.
+ * names are checked against what the engine will have — the built-in tools, Gemini ids, the files' ModelConfigs
+ * and `registries` (none when absent) — as `agentloom validate PATH [--registry MODULE]` checks them.
  */
 export async function loadAppsModule(path: string, registries?: Registries): Promise<AppsModule> {
   const file = resolve(path);

@@ -1,6 +1,18 @@
-/** `agentloom validate` as a user runs it: a real process on the example files and on a file full of mistakes. */
+/**
+ * `agentloom validate` as a user runs it: a real process on the example files and on files full of mistakes. It
+ * checks tool and model names as `dev --apps PATH` and `worker --apps PATH` load them (built-in tools, Gemini ids,
+ * the files' ModelConfigs, and with `--registry MODULE` that module's exports), through the loader's own code path:
+ * what validates loads in real `dev` and `worker` processes (with the definition hash validate printed), and what
+ * fails validation fails there, with the same problems (issue 18).
+ */
 import { spawnSync } from 'node:child_process';
-import { describe, expect, it } from 'vitest';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, REPO, ServerProcess } from '../support/cli.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { waitFor } from '../support/wait-for.js';
 
 function validate(...args: string[]) {
   return spawnSync(process.execPath, ['bin/agentloom.js', 'validate', ...args], {
@@ -11,6 +23,28 @@ function validate(...args: string[]) {
 }
 
 const INVALID = 'test/fixtures/yaml/invalid-writer.yaml';
+const REGISTRY = 'test/fixtures/yaml/registry.ts';
+/** A process start on a busy machine: PGlite's first start takes many seconds. */
+const START_TIMEOUT_MS = 170_000;
+
+const dir = mkdtempSync(join(tmpdir(), 'agentloom-validate-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Every YAML file under examples/, and every folder of them: each is a path `--apps` takes. */
+function examplePaths(): string[] {
+  const paths: string[] = [];
+  const visit = (folder: string): void => {
+    const entries = readdirSync(join(REPO, folder)).sort();
+    if (entries.some((name) => /\.ya?ml$/.test(name))) paths.push(folder);
+    for (const name of entries) {
+      const path = `${folder}/${name}`;
+      if (statSync(join(REPO, path)).isDirectory()) visit(path);
+      else if (/\.ya?ml$/.test(name)) paths.push(path);
+    }
+  };
+  visit('examples');
+  return paths;
+}
 
 describe('agentloom validate', () => {
   it('accepts the writer example with a one-line summary and exit 0', () => {
@@ -19,13 +53,39 @@ describe('agentloom validate', () => {
     expect(result.status).toBe(0);
     expect(result.stdout.trim().split('\n')).toEqual([
       expect.stringMatching(
-        /^ok: examples\/writer\.yaml: 1 app: writer \(7 agents, definition [0-9a-f]{12}\); tool and model names not checked \(pass --registry MODULE\)$/,
+        /^ok: examples\/writer\.yaml: 1 app: writer \(7 agents, definition [0-9a-f]{12}\); names checked against built-in tools and Gemini ids; --registry MODULE adds tools and models registered in code$/,
       ),
     ]);
   });
 
+  it('reports an unknown tool, an unknown model and a kagent manifest naming an unknown tool with file:line:col (exit 1)', () => {
+    const cases = [
+      [
+        'test/fixtures/yaml/unknown-tool.yaml',
+        'test/fixtures/yaml/unknown-tool.yaml:7:24: agents[0].tools[1]: unknown tool "summon_dragon" (known: exit_loop); register it in code, createEngine({ tools: { summon_dragon: … } }), and name that module with validate --registry',
+      ],
+      [
+        'test/fixtures/yaml/unknown-model.yaml',
+        'test/fixtures/yaml/unknown-model.yaml:5:12: agents[0].model: unknown model "crystal-ball-9000" (known: Gemini ids such as gemini-2.5-flash); write model: <a Gemini id>, or register a model "crystal-ball-9000" in code and name that module with validate --registry',
+      ],
+      [
+        'test/fixtures/yaml/kagent-unknown-tool.yaml',
+        'test/fixtures/yaml/kagent-unknown-tool.yaml:18:23: spec.declarative.tools[0].mcpServer.toolNames[0]: unknown tool "summon_dragon" (known: exit_loop); register it in code, createEngine({ tools: { summon_dragon: … } }), and name that module with validate --registry',
+      ],
+    ] as const;
+    for (const [path, line] of cases) {
+      const result = validate(path);
+      expect(result.status, result.stdout).toBe(1);
+      expect(result.stdout.trim().split('\n')).toEqual([line, `1 problem in ${path}`]);
+    }
+    // The registry's names count besides the built-in ones: `summon_dragon` is still unknown, and listed with them.
+    const withRegistry = validate('test/fixtures/yaml/unknown-tool.yaml', '--registry', REGISTRY);
+    expect(withRegistry.status).toBe(1);
+    expect(withRegistry.stdout).toContain('unknown tool "summon_dragon" (known: exit_loop, web_search);');
+  });
+
   it('prints every problem of an invalid file as file:line:col: path: message and exits 1', () => {
-    const result = validate(INVALID, '--registry', 'test/fixtures/yaml/registry.ts');
+    const result = validate(INVALID, '--registry', REGISTRY);
     expect(result.stderr).toBe('');
     expect(result.status).toBe(1);
     expect(result.stdout.trim().split('\n')).toEqual([
@@ -33,31 +93,45 @@ describe('agentloom validate', () => {
       `${INVALID}:11:17: agents[1].subAgents[0].name: "research-web" is not a valid agent name; use a JS identifier (letters, digits, _), e.g. "research_web"`,
       `${INVALID}:14:20: agents[2].maxIterations: maxIterations must be at most 100 in a declarative config; write e.g. maxIterations: 100`,
       `${INVALID}:16:63: agents[2].subAgents[0].outputky: unknown key "outputky" in LlmAgent; did you mean "outputKey"?`,
-      `${INVALID}:17:85: agents[2].subAgents[1].tools[1]: tool "web_serch" is not registered; did you mean "web_search"? (or register it in code: createEngine({ tools: { web_serch: … } }))`,
+      `${INVALID}:17:85: agents[2].subAgents[1].tools[1]: unknown tool "web_serch" (known: exit_loop, web_search); did you mean "web_search"?`,
       `5 problems in ${INVALID}`,
     ]);
-    // Without the registry the tool name cannot be judged: the other four remain.
-    const unchecked = validate(INVALID);
-    expect(unchecked.status).toBe(1);
-    expect(unchecked.stdout.trim().split('\n')).toHaveLength(5);
-    expect(unchecked.stdout).not.toContain('web_serch');
+    // Without the registry, `writer_model` is unknown too: the engine would not have it either.
+    const plain = validate(INVALID);
+    expect(plain.status).toBe(1);
+    const lines = plain.stdout.trim().split('\n');
+    expect(lines).toContain(
+      `${INVALID}:16:49: agents[2].subAgents[0].model: unknown model "writer_model" (known: Gemini ids such as gemini-2.5-flash); write model: <a Gemini id>, or register a model "writer_model" in code and name that module with validate --registry`,
+    );
+    expect(lines).toContain(
+      `${INVALID}:17:85: agents[2].subAgents[1].tools[1]: unknown tool "web_serch" (known: exit_loop); register it in code, createEngine({ tools: { web_serch: … } }), and name that module with validate --registry`,
+    );
+    expect(lines.at(-1)).toBe(`6 problems in ${INVALID}`);
   });
 
-  it('accepts the kagent folder as one app; with a registry, an unregistered modelConfig is reported per manifest', () => {
-    const plain = validate('examples/kagent');
-    expect(plain.status).toBe(0);
-    expect(plain.stdout).toMatch(
-      /^ok: examples\/kagent: 1 app: code-development-pipeline \(5 agents, definition [0-9a-f]{12}\)/,
-    );
-    // The fixture registry has no "default-model-config": the manifests' modelConfig is reported, in each file.
-    const strict = validate('examples/kagent', '--registry', 'test/fixtures/yaml/registry.ts');
+  it('accepts the kagent folder, its modelConfig declared by a Gemini ModelConfig; another provider is reported per manifest', () => {
+    for (const args of [[], ['--registry', REGISTRY]]) {
+      const result = validate('examples/kagent', ...args);
+      expect(result.status, result.stdout).toBe(0);
+      expect(result.stdout).toMatch(
+        /^ok: examples\/kagent: 1 app: code-development-pipeline \(5 agents, definition [0-9a-f]{12}\)/,
+      );
+    }
+    // The same folder with a ModelConfig agentloom cannot call: every Agent naming it is reported.
+    const folder = join(dir, 'openai');
+    cpSync(join(REPO, 'examples/kagent'), folder, { recursive: true });
+    const pipeline = join(folder, 'pipeline.yaml');
+    writeFileSync(pipeline, readFileSync(pipeline, 'utf8').replace('provider: Gemini', 'provider: OpenAI'));
+    const strict = validate(folder);
     expect(strict.status).toBe(1);
     const lines = strict.stdout.trim().split('\n');
     expect(lines).toHaveLength(5);
-    expect(lines[0]).toBe(
-      'examples/kagent/agents.yaml:11:18: spec.declarative.modelConfig: model "default-model-config" is not registered; write a registered model (writer_model) or a Gemini id such as gemini-2.5-flash',
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^${join(folder, 'agents.yaml')}:11:18: spec\\.declarative\\.modelConfig: ModelConfig "default-model-config" \\(${pipeline}:\\d+\\) uses provider OpenAI, which agentloom cannot call: write provider: Gemini and model: gemini-2\\.5-flash there, or register a model "default-model-config" in code and name that module with validate --registry$`,
+      ),
     );
-    expect(lines.at(-1)).toBe('4 problems in examples/kagent');
+    expect(lines.at(-1)).toBe(`4 problems in ${folder}`);
   });
 
   it('exits 2 when the path does not exist', () => {
@@ -65,4 +139,104 @@ describe('agentloom validate', () => {
     expect(result.status).toBe(2);
     expect(result.stderr).toContain('CONFIG: examples/nothing-here.yaml does not exist');
   });
+});
+
+describe('validate PATH ⇔ dev --apps PATH ⇔ worker --apps PATH', () => {
+  const paths = [
+    ...examplePaths(),
+    'test/fixtures/yaml/unknown-tool.yaml',
+    'test/fixtures/yaml/unknown-model.yaml',
+    'test/fixtures/yaml/kagent-unknown-tool.yaml',
+  ];
+
+  it('walks examples/: its folders and every file in them', () => {
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'examples',
+        'examples/writer.yaml',
+        'examples/kagent',
+        'examples/kagent/agents.yaml',
+        'examples/kagent/pipeline.yaml',
+      ]),
+    );
+  });
+
+  /** Whether each path validates: the kagent folder's files are parts of one app, not apps on their own. */
+  const VALID: Record<string, boolean> = {
+    examples: true,
+    'examples/writer.yaml': true,
+    'examples/kagent': true,
+    'examples/kagent/agents.yaml': false,
+    'examples/kagent/pipeline.yaml': false,
+    'test/fixtures/yaml/unknown-tool.yaml': false,
+    'test/fixtures/yaml/unknown-model.yaml': false,
+    'test/fixtures/yaml/kagent-unknown-tool.yaml': false,
+  };
+
+  it.each(paths)(
+    '%s: validates exactly when dev and worker load it',
+    async (path) => {
+      const checked = validate(path);
+      expect(checked.status, checked.stdout + checked.stderr).toBe(VALID[path] === false ? 1 : 0);
+      const port = await freePort();
+      const data = join(dir, relative('.', path).replace(/[/.]/g, '_'));
+      const dev = new ServerProcess(['dev', '--apps', path, '--port', String(port), '--data', data]);
+      const worker = new ServerProcess(['worker', '--apps', path], {
+        DATABASE_URL: await createTestDatabase(),
+        REDIS_URL: testRedisUrl(),
+        AGENTLOOM_QUEUE_PREFIX: testQueuePrefix(),
+        LOG_LEVEL: 'info',
+      });
+      if (checked.status === 0) {
+        // Loads: dev serves each app with the definition validate printed; the worker starts with it.
+        const printed = [...checked.stdout.matchAll(/(\S+) \(\d+ agents, definition ([0-9a-f]{12})\)/g)].map(
+          (m) => [m[1], m[2]],
+        );
+        expect(printed.length).toBeGreaterThan(0);
+        await dev.waitForOutput(/^agentloom dev: listening on http:\/\/\S+$/m, {
+          timeoutMs: START_TIMEOUT_MS,
+          what: 'dev to listen',
+        });
+        const { apps } = (await (await fetch(`http://127.0.0.1:${port}/v1/apps`)).json()) as {
+          apps: { name: string; definitionHash: string }[];
+        };
+        expect(apps.map((a) => [a.name, a.definitionHash.slice(0, 12)])).toEqual(printed);
+        // Every name resolves when it runs: its first model call needs only the Gemini key (none here).
+        const created = await fetch(`http://127.0.0.1:${port}/v1/apps/${apps[0]?.name}/invocations`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ userId: 'e2e', input: 'go' }),
+        });
+        const { invocationId } = (await created.json()) as { invocationId: string };
+        const failed = await waitFor(
+          async () => {
+            const view = (await (
+              await fetch(`http://127.0.0.1:${port}/v1/invocations/${invocationId}`)
+            ).json()) as { status: string; error: { message: string } | null };
+            return view.status === 'failed' ? view : undefined;
+          },
+          { timeoutMs: 60_000, intervalMs: 200, what: 'the run to stop for want of a Gemini key' },
+        );
+        expect(failed.error?.message).toMatch(/model "gemini-[\w.-]+" is not registered: .*GEMINI_API_KEY/);
+        expect(failed.error?.message).not.toMatch(/(model|tool) "(?!gemini-)[^"]+" is not registered/);
+        const started = await worker.waitForOutput(/^.*"msg":"worker started".*$/m, {
+          timeoutMs: START_TIMEOUT_MS,
+          what: 'the worker to start',
+        });
+        const served = (JSON.parse(started[0]) as { apps: { name: string; definitionHash: string }[] }).apps;
+        expect(served.map((a) => [a.name, a.definitionHash.slice(0, 12)])).toEqual(printed);
+        expect(await dev.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+        expect(await worker.stop('SIGTERM')).toEqual({ code: 0, signal: null });
+        return;
+      }
+      // Fails: both refuse to start, naming every problem validate named.
+      const problems = checked.stdout.trim().split('\n').slice(0, -1);
+      expect(problems.length).toBeGreaterThan(0);
+      for (const server of [dev, worker]) {
+        expect(await server.exited, server.output).toEqual({ code: 1, signal: null });
+        for (const problem of problems) expect(server.stderr, server.output).toContain(problem);
+      }
+    },
+    2 * START_TIMEOUT_MS + 30_000,
+  );
 });

@@ -12,6 +12,7 @@ import { loadAppsFromYaml } from '../../src/config/load-apps.js';
 import { loadAppsModule } from '../../src/engine/apps-module.js';
 import {
   AgentTool,
+  type AgentloomError,
   exitLoop,
   LlmAgent,
   LoopAgent,
@@ -229,7 +230,7 @@ agents:
     );
     writeFileSync(
       join(folder, 'k.yaml'),
-      'apiVersion: kagent.dev/v1alpha2\nkind: Agent\nmetadata: { name: k-agent }\nspec: { declarative: { systemMessage: hi } }\n',
+      'apiVersion: kagent.dev/v1alpha2\nkind: Agent\nmetadata: { name: k-agent }\nspec: { declarative: { systemMessage: hi, modelConfig: gemini-2.5-flash } }\n',
     );
     writeFileSync(join(folder, 'notes.txt'), 'not yaml');
     const { apps } = await loadAppsFromYaml(folder, {});
@@ -240,13 +241,33 @@ agents:
     ]);
   });
 
-  it('leaves tool and model names unchecked without registries and keeps them as names', async () => {
+  it('checks names without registries as an engine given no tools or models has them: exit_loop, Gemini ids', async () => {
     const path = yamlFile('app: x\nagents: [{ name: a, model: somewhere, tools: [search] }]\n');
-    const { apps } = await loadAppsFromYaml(path);
-    expect((apps[0]?.agent as LlmAgent).options).toMatchObject({ model: 'somewhere', tools: ['search'] });
-    await expect(loadAppsFromYaml(path, { tools: {}, models: {} })).rejects.toMatchObject({
-      code: 'VALIDATION',
+    for (const registries of [undefined, {}, { tools: {}, models: {} }]) {
+      const err = (await loadAppsFromYaml(path, registries).catch((e: unknown) => e)) as AgentloomError;
+      expect(err.code).toBe('VALIDATION');
+      expect(err.message).toContain('unknown model "somewhere"');
+      expect(err.message).toContain('unknown tool "search" (known: exit_loop)');
+    }
+    const fine = yamlFile('app: y\nagents: [{ name: a, model: gemini-2.5-flash, tools: [exit_loop] }]\n');
+    const { apps } = await loadAppsFromYaml(fine);
+    expect((apps[0]?.agent as LlmAgent).options).toMatchObject({
+      model: 'gemini-2.5-flash',
+      tools: ['exit_loop'],
     });
+  });
+
+  it("resolves a kagent modelConfig by the folder's Gemini ModelConfig, unless a model of that name is registered", async () => {
+    const models = (apps: { agent: unknown }[]) => {
+      const root = apps[0]?.agent as LlmAgent;
+      const steps = (root.options.tools as AgentTool[])[0]?.agent.subAgents as LlmAgent[];
+      return [root, ...steps].map((agent) => agent.options.model);
+    };
+    const declared = await loadAppsFromYaml('examples/kagent');
+    expect(models(declared.apps)).toEqual(Array(4).fill('gemini-2.5-flash'));
+    const registered = { 'default-model-config': new ScriptedModel({ respond: () => 'x' }) };
+    const inCode = await loadAppsFromYaml('examples/kagent', { models: registered });
+    expect(models(inCode.apps)).toEqual(Array(4).fill('default-model-config'));
   });
 
   it('is what --apps / createEngine({ apps: path }) use for a .yaml file or a folder', async () => {

@@ -162,14 +162,22 @@ agents:
 
   it('resolves tools and models from the registries; exit_loop and Gemini ids always resolve', async () => {
     expect(await problems(namesFile)).toEqual([
-      'F:6:24: agents[0].tools[1]: tool "serch" is not registered; did you mean "search"? (or register it in code: createEngine({ tools: { serch: … } }))',
+      'F:6:24: agents[0].tools[1]: unknown tool "serch" (known: exit_loop, search); did you mean "search"?',
       'F:6:39: agents[0].tools[3]: tool "search" is listed twice; remove one',
-      'F:8:23: agents[1].model: model "fastt" is not registered; did you mean "fast"? write a registered model (fast) or a Gemini id such as gemini-2.5-flash',
-      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <a registered model (fast) or a Gemini id such as gemini-2.5-flash>',
+      'F:8:23: agents[1].model: unknown model "fastt" (known: fast, Gemini ids such as gemini-2.5-flash); did you mean "fast"?',
+      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <one of fast, or a Gemini id such as gemini-2.5-flash>',
     ]);
-    // Without registries the names are left for the engine; only the duplicate remains.
+    // Without registries only what every engine has is known (exit_loop, Gemini ids): an engine given no tools
+    // or models could not run the others, so they are problems here as they are at load.
+    const register = (name: string) =>
+      `register it in code, createEngine({ tools: { ${name}: … } }), and name that module with validate --registry`;
     expect(await problems(namesFile, {})).toEqual([
+      `F:6:24: agents[0].tools[1]: unknown tool "serch" (known: exit_loop); ${register('serch')}`,
+      `F:6:31: agents[0].tools[2]: unknown tool "search" (known: exit_loop); ${register('search')}`,
       'F:6:39: agents[0].tools[3]: tool "search" is listed twice; remove one',
+      `F:6:39: agents[0].tools[3]: unknown tool "search" (known: exit_loop); ${register('search')}`,
+      'F:8:23: agents[1].model: unknown model "fastt" (known: Gemini ids such as gemini-2.5-flash); write model: <a Gemini id>, or register a model "fastt" in code and name that module with validate --registry',
+      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <a Gemini id such as gemini-2.5-flash>',
     ]);
   });
 
