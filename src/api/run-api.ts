@@ -4,18 +4,14 @@
  * SIGINT close it: open event streams end (clients resume elsewhere with Last-Event-ID), then it exits 0.
  */
 import type { Logger } from 'pino';
-import { queueOption } from '../config/process-config.js';
-import { createEngine } from '../engine/create-engine.js';
-import type { Engine } from '../engine/engine.js';
-import { handleShutdownSignals, processLogger } from '../engine/process-lifecycle.js';
 import type { Registry } from 'prom-client';
+import { backendOptions } from '../config/process-config.js';
+import type { Engine } from '../engine/engine.js';
+import { appVersions, startProcess } from '../engine/process-lifecycle.js';
 import type { ApiConfig } from './api-config.js';
 import type { ApiKey } from './auth.js';
 import type { ApiApp } from './context.js';
 import { createApiServer } from './server.js';
-
-/** How long a shutdown may take before the process exits anyway. */
-const FORCE_EXIT_MS = 10_000;
 
 /**
  * Listens on `port`: on every interface when requests need a key, and on loopback only when they do not (an API
@@ -38,12 +34,13 @@ export async function listenApi(
 
 /**
  * The HTTP API over a started engine, listening (see {@link listenApi}): what `agentloom api` and `agentloom dev`
- * both start. When it cannot listen, the server and the engine are closed before the error is rethrown.
+ * both serve. `close` closes the server (open event streams end); when it cannot listen, the server is closed
+ * before the error is rethrown (the engine is its caller's).
  */
 export async function serveApi(
   engine: Engine,
   options: { apiKeys: readonly ApiKey[]; port: number; logger: Logger; metricsRegistries?: Registry[] },
-): Promise<{ server: ApiApp; url: string }> {
+): Promise<{ server: ApiApp; url: string; close: () => Promise<void> }> {
   const { apiKeys, port, logger } = options;
   let server: ApiApp | undefined;
   try {
@@ -54,10 +51,10 @@ export async function serveApi(
       ...(options.metricsRegistries ? { metricsRegistries: options.metricsRegistries } : {}),
     });
     const url = await listenApi(server, { port, authEnabled: apiKeys.length > 0, logger });
-    return { server, url };
+    const listening = server;
+    return { server, url, close: () => listening.close() };
   } catch (err) {
     await server?.close().catch(() => undefined);
-    await engine.close();
     throw err;
   }
 }
@@ -73,33 +70,23 @@ export interface RunningApi {
 
 /** Starts an API process from its configuration and installs the signal handlers. */
 export async function runApi(config: ApiConfig, logger?: Logger): Promise<RunningApi> {
-  const log = processLogger(config.logLevel, logger);
-  const engine = await createEngine({
-    apps: config.apps,
-    database: config.databaseUrl,
-    queue: queueOption(config),
-    worker: false,
-    logger: log,
-  });
-  const { server, url } = await serveApi(engine, { apiKeys: config.apiKeys, port: config.port, logger: log });
-  const shutdown = handleShutdownSignals({
+  const started = await startProcess({
     name: 'api',
-    logger: log,
-    forceExitAfterMs: FORCE_EXIT_MS,
-    stop: async () => {
-      await server.close();
-      await engine.close();
-    },
+    logLevel: config.logLevel,
+    logger,
+    engine: { ...backendOptions(config), worker: false },
+    serve: (engine, log) => serveApi(engine, { apiKeys: config.apiKeys, port: config.port, logger: log }),
   });
-  log.info(
+  const { engine, served, shutdown } = started;
+  started.logger.info(
     {
-      url,
+      url: served.url,
       queue: config.queue,
       auth: config.apiKeys.length > 0 ? 'keys' : 'none',
       keys: config.apiKeys.map((k) => k.name),
-      apps: [...engine.apps.values()].map((a) => ({ name: a.name, definitionHash: a.definitionHash })),
+      apps: appVersions(engine),
     },
     'api listening',
   );
-  return { engine, server, url, shutdown };
+  return { engine, server: served.server, url: served.url, shutdown };
 }

@@ -5,13 +5,20 @@
  * only. With `--walkthrough` (what `npm start` runs) it also enqueues one run of the example through its own API
  * and prints it live (see walkthrough.ts). SIGINT / SIGTERM close it; exit 0.
  */
-import { parseApiKeys, type ApiKey } from '../api/auth.js';
+import { z } from 'zod';
+import { httpGroup } from '../api/api-config.js';
 import { serveApi } from '../api/index.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
-import { portField } from '../config/process-config.js';
-import { createEngine } from '../engine/create-engine.js';
-import { handleShutdownSignals, processLogger } from '../engine/process-lifecycle.js';
+import { logGroup, optionalAppsGroup } from '../config/process-config.js';
+import {
+  configError,
+  parseSettings,
+  settingsGroup,
+  type FlagsOf,
+  type SettingsOf,
+} from '../config/settings.js';
+import { startProcess } from '../engine/process-lifecycle.js';
 import { StepMetrics } from '../workers/step-metrics.js';
 import type { Engine } from '../engine/engine.js';
 import { UsageError } from './cli-errors.js';
@@ -23,56 +30,61 @@ import { runWalkthrough } from './walkthrough.js';
 /** Where `dev` keeps its PGlite database unless `--data` says otherwise (kept across restarts). */
 export const DEFAULT_DEV_DATA = '.agentloom/data';
 
-/** How long a shutdown may take before the process exits anyway. */
-const FORCE_EXIT_MS = 10_000;
-
-/** Flags of `agentloom dev` as commander gives them. */
-export interface DevFlags {
-  apps?: string;
-  port?: string;
-  data?: string;
-  walkthrough?: boolean;
-}
-
-const portSchema = portField('--port / PORT', { example: ', e.g. --port 8080 (0: any free port)' });
-
-/** The resolved configuration of `agentloom dev`. */
-export interface DevConfig {
-  /** The apps path; undefined: the example app. */
-  readonly apps: string | undefined;
-  readonly port: number;
-  readonly dataDir: string;
-  readonly apiKeys: readonly ApiKey[];
-  /** The key the walkthrough sends to its own API when keys are configured (AGENTLOOM_API_KEY). */
-  readonly clientKey: string | undefined;
-  readonly gemini: boolean;
-  readonly logLevel: string;
-  readonly walkthrough: boolean;
-}
-
-/** Resolves flags, then environment; bad values are bad usage (exit 2), each saying what to write. */
-export function devConfig(flags: DevFlags, env: EnvConfig = loadEnv()): DevConfig {
-  const problems: string[] = [];
-  const port = portSchema.safeParse(flags.port ?? env.PORT ?? 8080);
-  if (!port.success) problems.push(port.error.issues[0]?.message ?? '--port is invalid');
-  const apps = flags.apps ?? env.AGENTLOOM_APPS;
-  if (flags.walkthrough && apps !== undefined) {
-    problems.push(
-      `--walkthrough runs the example app: leave out --apps${flags.apps === undefined ? ' and unset AGENTLOOM_APPS' : ''}`,
-    );
-  }
-  if (flags.data !== undefined && flags.data.trim() === '') problems.push('--data must name a directory');
-  if (problems.length > 0) throw new UsageError(`agentloom dev: ${problems.join('; ')}`);
-  return Object.freeze({
-    apps,
-    port: port.data as number,
+/** What only `dev` sets: its PGlite directory, the walkthrough and the key it sends, the models it offers. */
+const devGroup = settingsGroup({
+  fields: {
+    dataDir: z.string().refine((dir) => dir.trim() !== '', '--data must name a directory'),
+    walkthrough: z.boolean(),
+    /** The key the walkthrough sends to its own API when keys are configured (AGENTLOOM_API_KEY). */
+    clientKey: z.string().optional(),
+    /** Whether the example app runs on Gemini (a key is set) or on scripted models. */
+    gemini: z.boolean(),
+  },
+  // `apps`: the check says whether to leave out the flag or the variable.
+  read: (flags: { data?: string; walkthrough?: boolean; apps?: string }, env: EnvConfig) => ({
     dataDir: flags.data ?? DEFAULT_DEV_DATA,
-    apiKeys: parseApiKeys(env.AGENTLOOM_API_KEYS ?? ''),
+    walkthrough: flags.walkthrough ?? false,
     clientKey: env.AGENTLOOM_API_KEY,
     gemini: Boolean(env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY),
-    logLevel: env.LOG_LEVEL ?? 'warn',
-    walkthrough: flags.walkthrough ?? false,
-  });
+  }),
+  // Reported with a bad --port or --data too: it reads only flags and AGENTLOOM_APPS, valid whatever they hold.
+  checkAlways: true,
+  check: (settings, ctx, { flags }) => {
+    if (settings.walkthrough && settings.apps !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['walkthrough'],
+        message: `--walkthrough runs the example app: leave out --apps${flags.apps === undefined ? ' and unset AGENTLOOM_APPS' : ''}`,
+      });
+    }
+  },
+});
+
+/** `apps` undefined: the example app. */
+const devGroups = [optionalAppsGroup, httpGroup, logGroup('warn'), devGroup] as const;
+
+/** Flags of `agentloom dev` as commander gives them. */
+export type DevFlags = FlagsOf<typeof devGroups>;
+
+/** The resolved configuration of `agentloom dev`. */
+export type DevConfig = SettingsOf<typeof devGroups>;
+
+/**
+ * Resolves flags, then environment, listing every problem at once, each saying what to write: bad usage (exit 2),
+ * unless the one problem is AGENTLOOM_API_KEYS: a bad environment (CONFIG, exit 1), as env.ts's problems are.
+ */
+export function devConfig(flags: DevFlags, env: EnvConfig = loadEnv()): DevConfig {
+  return parseSettings(
+    'dev',
+    devGroups,
+    { flags, env },
+    {
+      invalid: (message, problems) =>
+        problems.every((p) => p.field === 'apiKeys')
+          ? configError(message, problems)
+          : new UsageError(message),
+    },
+  );
 }
 
 /** A running `dev` process. */
@@ -108,45 +120,49 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
 
 /** Starts `dev` from its configuration and installs the signal handlers. */
 export async function runDev(config: DevConfig): Promise<RunningDev> {
-  const log = processLogger(config.logLevel, terminalLogger(config.logLevel));
   // The worker's step metrics are served by the API's /metrics (the API registry has the process metrics).
   const stepMetrics = new StepMetrics({ processMetrics: false });
-  const engine = await createEngine({
-    apps: config.apps ?? exampleApps(config.gemini),
-    database: { pglite: config.dataDir },
-    queue: 'local',
-    logger: log,
-    observer: stepMetrics.observer,
-  });
-  let served: Awaited<ReturnType<typeof serveApi>>;
-  try {
-    served = await serveApi(engine, {
-      apiKeys: config.apiKeys,
-      port: config.port,
-      logger: log,
-      metricsRegistries: [stepMetrics.registry],
-    });
-  } catch (err) {
-    if (!isAddressInUse(err)) throw err;
-    throw new AgentloomError(
-      'CONFIG',
-      `port ${config.port} is in use (another agentloom dev?): pass --port N, or --port 0 for any free port`,
-      { cause: err },
-    );
-  }
-  const { server, url } = served;
-  printBanner(config, engine, url);
   const walkthrough = new AbortController();
-  const shutdown = handleShutdownSignals({
-    name: 'dev',
+  const {
+    engine,
+    served,
+    shutdown,
     logger: log,
-    forceExitAfterMs: FORCE_EXIT_MS,
-    stop: async () => {
-      walkthrough.abort();
-      await server.close();
-      await engine.close();
+  } = await startProcess({
+    name: 'dev',
+    logLevel: config.logLevel,
+    logger: terminalLogger(config.logLevel),
+    engine: {
+      apps: config.apps ?? exampleApps(config.gemini),
+      database: { pglite: config.dataDir },
+      queue: 'local',
+      observer: stepMetrics.observer,
+    },
+    serve: async (engine, logger) => {
+      const api = await serveApi(engine, {
+        apiKeys: config.apiKeys,
+        port: config.port,
+        logger,
+        metricsRegistries: [stepMetrics.registry],
+      }).catch((err: unknown) => {
+        if (!isAddressInUse(err)) throw err;
+        throw new AgentloomError(
+          'CONFIG',
+          `port ${config.port} is in use (another agentloom dev?): pass --port N, or --port 0 for any free port`,
+          { cause: err },
+        );
+      });
+      return {
+        url: api.url,
+        close: async () => {
+          walkthrough.abort();
+          await api.close();
+        },
+      };
     },
   });
+  const { url } = served;
+  printBanner(config, engine, url);
   if (config.walkthrough) {
     runWalkthrough({
       url,
