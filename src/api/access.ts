@@ -21,9 +21,19 @@ export function principalOf(request: FastifyRequest): Principal | undefined {
   return request.agentloomPrincipal;
 }
 
-/** Who answered or enqueued, for the audit columns: the key's name. */
+/** A name a keyless client may give itself in `X-Agentloom-Actor` (letters, digits, space, _ . @ -). */
+const ACTOR = /^[\p{L}\p{N} _.@-]{1,64}$/u;
+
+/**
+ * Who answered or enqueued, for the audit columns: the key's name. A server without keys authenticates no one: there
+ * the name a client gives in `X-Agentloom-Actor` (the console's "your name") is recorded as given; with keys the
+ * header is ignored, so no key holder can answer under another's name.
+ */
 export function actorOf(request: FastifyRequest): string | undefined {
-  return request.agentloomPrincipal?.name;
+  const principal = request.agentloomPrincipal;
+  if (principal) return principal.name;
+  const given = request.headers['x-agentloom-actor'];
+  return typeof given === 'string' && ACTOR.test(given.trim()) ? given.trim() : undefined;
 }
 
 /** The apps a caller sees among those served. */

@@ -4,15 +4,20 @@
  */
 import { z } from 'zod';
 import type { BaseAgent } from '../agents/base-agent.js';
-import type { InvocationView } from '../engine/views.js';
+import { pendingCallOf, type InvocationView, type NodeView } from '../engine/views.js';
 import type { InvocationRow } from '../store/invocations.js';
+import type { PendingCallRow } from '../store/queries.js';
+import type { ToolRequestRow } from '../store/tool-requests.js';
 import { HttpError } from './errors.js';
 import type { InvocationCursor } from '../store/queries.js';
 import {
   PLAIN_TEXT,
   type AgentNodeJson,
+  type InboxItemJson,
   type InvocationJson,
   type InvocationSummaryJson,
+  type NodeJson,
+  type ToolRequestJson,
 } from './schemas.js';
 
 /** An invocation as `GET /v1/invocations/:id` answers it. */
@@ -52,6 +57,55 @@ export function invocationSummaryJson(row: InvocationRow): InvocationSummaryJson
     definitionHash: row.definitionHash,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+  };
+}
+
+/** A node of an invocation's tree (`GET /v1/invocations/:id/nodes`). */
+export function nodeJson(node: NodeView): NodeJson {
+  return {
+    path: node.path,
+    agent: node.agent,
+    kind: node.kind,
+    status: node.status,
+    ...(node.branch === undefined ? {} : { branch: node.branch }),
+    checkpoint: node.checkpoint,
+    escalated: node.escalated,
+    attempt: node.attempt,
+    parentPath: node.parentPath,
+    output: node.output,
+    error: node.error,
+    lease:
+      node.leaseOwner && node.leaseExpiresAt
+        ? { owner: node.leaseOwner, expiresAt: node.leaseExpiresAt.toISOString() }
+        : null,
+    createdAt: node.createdAt.toISOString(),
+    updatedAt: node.updatedAt.toISOString(),
+  };
+}
+
+/** A call waiting in the inbox, with the invocation it pauses. */
+export function inboxItemJson({ request, invocation }: PendingCallRow): InboxItemJson {
+  return {
+    ...pendingCallOf(request),
+    invocationId: invocation.id,
+    app: invocation.app,
+    userId: invocation.userId,
+    sessionId: invocation.sessionId,
+    invocationStatus: invocation.status as InboxItemJson['invocationStatus'],
+    since: request.createdAt.toISOString(),
+  };
+}
+
+/** A request of an invocation's audit trail: the call, its state, and who answered it when. */
+export function toolRequestJson(row: ToolRequestRow): ToolRequestJson {
+  const { payload: _payload, ...call } = pendingCallOf(row);
+  return {
+    ...call,
+    status: row.status as ToolRequestJson['status'],
+    response: row.response ?? null,
+    answeredBy: row.answeredBy,
+    answeredAt: row.answeredAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
   };
 }
 

@@ -7,7 +7,7 @@ import { actorOf, appNotFound, principalOf, visibleInvocation } from './access.j
 import { canSee } from './auth.js';
 import { errorResponses, type ApiApp, type RouteContext } from './context.js';
 import { HttpError } from './errors.js';
-import { decodeCursor, encodeCursor, invocationJson, invocationSummaryJson } from './json-views.js';
+import { decodeCursor, encodeCursor, invocationJson, invocationSummaryJson, nodeJson } from './json-views.js';
 import { listInvocationsPage } from '../store/queries.js';
 import {
   appParamsSchema,
@@ -150,7 +150,7 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);
-      return { nodes: await engine.nodes(view.id) };
+      return { nodes: (await engine.nodes(view.id)).map(nodeJson) };
     },
   });
 

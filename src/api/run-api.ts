@@ -81,6 +81,7 @@ export async function runApi(config: ApiConfig, logger?: Logger): Promise<Runnin
   started.logger.info(
     {
       url: served.url,
+      console: `${served.url}/`,
       queue: config.queue,
       auth: config.apiKeys.length > 0 ? 'keys' : 'none',
       keys: config.apiKeys.map((k) => k.name),

@@ -186,6 +186,12 @@ export const pendingCallSchema = z
   })
   .meta({ id: 'PendingCall' });
 
+const storedErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
 const invocationFields = {
   id: z.string(),
   app: z.string(),
@@ -194,9 +200,7 @@ const invocationFields = {
   status: z.enum(INVOCATION_STATUSES),
   escalated: z.boolean(),
   output: z.string().nullable(),
-  error: z
-    .object({ code: z.string(), message: z.string(), details: z.record(z.string(), z.unknown()).optional() })
-    .nullable(),
+  error: storedErrorSchema.nullable(),
   llmCalls: z.number().int(),
   maxLlmCalls: z.number().int(),
   definitionHash: z.string(),
@@ -238,11 +242,74 @@ export const nodeSchema = z
     branch: z.string().optional(),
     checkpoint: z.record(z.string(), z.unknown()),
     escalated: z.boolean(),
-    attempt: z.number().int(),
+    attempt: z.number().int().describe('claims so far: the fencing token of its steps'),
+    parentPath: z.string().nullable(),
+    output: z.string().nullable(),
+    error: storedErrorSchema.nullable(),
+    lease: z
+      .object({ owner: z.string(), expiresAt: z.string().describe('ISO 8601') })
+      .nullable()
+      .describe(
+        'the worker running a step of the node, while it does (or until its lease lapses after a crash)',
+      ),
+    createdAt: z.string().describe('ISO 8601'),
+    updatedAt: z.string().describe('ISO 8601'),
   })
   .meta({ id: 'Node' });
 
+export type NodeJson = z.infer<typeof nodeSchema>;
 export const nodeListSchema = z.object({ nodes: z.array(nodeSchema) });
+
+export const inboxQuerySchema = z.strictObject({
+  app: appNameSchema.optional(),
+  kind: z.enum(['confirmation', 'long_running', 'in_doubt']).optional(),
+  limit: digits(500)
+    .refine((n) => n >= 1, 'must be at least 1')
+    .optional()
+    .describe('at most this many calls, oldest first (default 200)'),
+});
+
+export const inboxItemSchema = pendingCallSchema
+  .extend({
+    invocationId: z.string(),
+    app: z.string(),
+    userId: z.string(),
+    sessionId: z.string(),
+    invocationStatus: z.enum(INVOCATION_STATUSES),
+    since: z.string().describe('ISO 8601: when the call began to wait'),
+  })
+  .meta({ id: 'InboxItem' });
+
+export type InboxItemJson = z.infer<typeof inboxItemSchema>;
+
+export const inboxSchema = z.object({
+  calls: z.array(inboxItemSchema),
+  more: z.boolean().describe('true when more calls wait than `limit` returned'),
+});
+
+export const toolRequestSchema = z
+  .object({
+    callId: z.string(),
+    kind: z.enum(['confirmation', 'long_running', 'in_doubt']),
+    name: z.string(),
+    args: z.record(z.string(), z.unknown()),
+    hint: z.string().optional(),
+    nodePath: z.string(),
+    branch: z.string().optional(),
+    originalCallId: z.string(),
+    status: z
+      .enum(['pending', 'answered', 'cancelled'])
+      .describe('cancelled: withdrawn with its invocation (a retry asks again)'),
+    response: z.unknown().nullable(),
+    answeredBy: z.string().nullable().describe("the API key's name, or the name a keyless client gave"),
+    answeredAt: z.string().nullable().describe('ISO 8601'),
+    createdAt: z.string().describe('ISO 8601'),
+  })
+  .meta({ id: 'ToolRequest' });
+
+export type ToolRequestJson = z.infer<typeof toolRequestSchema>;
+
+export const toolRequestListSchema = z.object({ requests: z.array(toolRequestSchema) });
 
 export const sessionSchema = z
   .object({

@@ -27,6 +27,8 @@ import { appRoutes } from './routes-apps.js';
 import { eventRoutes } from './routes-events.js';
 import { invocationRoutes } from './routes-invocations.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
+import { requestRoutes } from './routes-requests.js';
+import { consoleRoutes, isConsoleRoute } from './routes-console.js';
 import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './unread-body.js';
 
 /** Options of {@link createApiServer}. */
@@ -122,7 +124,8 @@ function installHooks(
   });
   server.decorateRequest('agentloomPrincipal', undefined);
   server.addHook('onRequest', async (request) => {
-    if (!ctx.authEnabled || PUBLIC_ROUTES.has(request.routeOptions.url ?? '')) return;
+    const route = request.routeOptions.url ?? '';
+    if (!ctx.authEnabled || PUBLIC_ROUTES.has(route) || isConsoleRoute(route)) return;
     const principal = authenticate(keys, request.headers.authorization);
     if (!principal) {
       throw new HttpError(
@@ -217,7 +220,9 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   await documentApi(server);
   opsRoutes(server, ctx);
   invocationRoutes(server, ctx);
+  requestRoutes(server, ctx);
   eventRoutes(server, ctx);
   appRoutes(server, ctx);
+  await consoleRoutes(server);
   return server;
 }

@@ -105,6 +105,9 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
   const models = config.gemini ? 'Gemini (gemini-2.5-flash)' : 'scripted models, offline';
   console.log(`agentloom dev: listening on ${url}`);
   console.log(
+    `  console  ${url}/ (runs, run pages with live events, the approvals inbox; open it in a browser)`,
+  );
+  console.log(
     example
       ? `  app   ${EXAMPLE_APP} (the example: parallel research → draft/critique loop → publish with a human's confirmation; ${models})`
       : `  apps  ${apps.join(', ')} (from ${config.apps})`,

@@ -39,7 +39,9 @@ function printPause(
       );
       continue;
     }
-    console.log('   A human must confirm this call. Approve it from another terminal:');
+    console.log('   A human must confirm this call. Approve it in the web console:');
+    console.log(`     ${hints.url}/#/runs/${encodeURIComponent(invocationId)}`);
+    console.log('   or from another terminal:');
     console.log(`     ${cliLine(['approve', invocationId, call.callId], hints)}`);
     console.log('   or with curl:');
     console.log(`     ${curlConfirmLine(invocationId, call.callId, true, hints)}`);

@@ -2,7 +2,7 @@
  * The read side of the engine's API: an invocation with its pending calls, its nodes, a session with its events,
  * as views (views.ts). Reads only; called by the Engine.
  */
-import { AgentloomError } from '../core/errors.js';
+import { AgentloomError, type StoredError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
 import type { Db } from '../store/database.js';
 import { listEvents } from '../store/events.js';
@@ -56,6 +56,13 @@ export async function readNodes(db: Db, invocationId: string): Promise<NodeView[
       checkpoint: r.checkpoint,
       escalated: r.escalated,
       attempt: r.attempt,
+      parentPath: r.parentPath,
+      output: r.output,
+      error: (r.error as StoredError | null) ?? null,
+      leaseOwner: r.leaseOwner,
+      leaseExpiresAt: r.leaseExpiresAt,
+      createdAt: r.createdAt,
+      updatedAt: r.updatedAt,
     }));
 }
 

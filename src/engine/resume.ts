@@ -61,7 +61,12 @@ export async function answerTx(
       'CONFLICT',
       `call "${input.id}" was already answered by ${request.answeredBy ?? 'someone'} with a different response`,
       {
-        details: { callId: input.id, response: request.response },
+        details: {
+          callId: input.id,
+          response: request.response,
+          answeredBy: request.answeredBy,
+          answeredAt: request.answeredAt?.toISOString() ?? null,
+        },
       },
     );
   }

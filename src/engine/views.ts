@@ -51,27 +51,30 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     definitionHash: row.definitionHash,
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
-    pending: requests.map((r) => {
-      const req = r.request as {
-        name?: string;
-        args?: Record<string, unknown>;
-        hint?: string;
-        payload?: unknown;
-        originalCallId?: string;
-        branch?: string | null;
-      };
-      return {
-        callId: r.callId,
-        kind: r.kind as PendingCall['kind'],
-        name: req.name ?? '',
-        args: req.args ?? {},
-        ...(req.hint === undefined ? {} : { hint: req.hint }),
-        ...(req.payload === undefined ? {} : { payload: req.payload }),
-        nodePath: r.nodePath,
-        ...(req.branch ? { branch: req.branch } : {}),
-        originalCallId: req.originalCallId ?? r.callId,
-      };
-    }),
+    pending: requests.map(pendingCallOf),
+  };
+}
+
+/** A stored request as the call it pauses. */
+export function pendingCallOf(r: ToolRequestRow): PendingCall {
+  const req = r.request as {
+    name?: string;
+    args?: Record<string, unknown>;
+    hint?: string;
+    payload?: unknown;
+    originalCallId?: string;
+    branch?: string | null;
+  };
+  return {
+    callId: r.callId,
+    kind: r.kind as PendingCall['kind'],
+    name: req.name ?? '',
+    args: req.args ?? {},
+    ...(req.hint === undefined ? {} : { hint: req.hint }),
+    ...(req.payload === undefined ? {} : { payload: req.payload }),
+    nodePath: r.nodePath,
+    ...(req.branch ? { branch: req.branch } : {}),
+    originalCallId: req.originalCallId ?? r.callId,
   };
 }
 
@@ -85,4 +88,14 @@ export interface NodeView {
   checkpoint: Record<string, unknown>;
   escalated: boolean;
   attempt: number;
+  /** The parent's path; null for the root. */
+  parentPath: string | null;
+  /** The node's final text, once it ended. */
+  output: string | null;
+  error: StoredError | null;
+  /** The worker holding the node's lease, while a step of it runs (or until the lease lapses after a crash). */
+  leaseOwner: string | null;
+  leaseExpiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
 }

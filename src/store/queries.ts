@@ -1,10 +1,12 @@
 /**
  * Read queries of the service surface beyond the Engine's public methods: a page of invocations by cursor (the
- * HTTP API's list), the counts `/metrics` reports, and the database half of `/readyz`.
+ * HTTP API's list), the calls waiting across invocations (the console's inbox), an invocation's audit trail of
+ * requests, the counts `/metrics` reports, and the database half of `/readyz`.
  */
 import { and, count, desc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import type { Db } from './database.js';
 import type { InvocationRow } from './invocations.js';
+import type { ToolRequestRow } from './tool-requests.js';
 import { invocations, toolRequests } from './schema.js';
 
 /** Where a page of invocations starts: strictly older than this (created at, id) pair. */
@@ -98,6 +100,61 @@ export async function countPendingCalls(db: Db): Promise<{ app: string; kind: st
     .innerJoin(invocations, eq(invocations.id, toolRequests.invocationId))
     .where(eq(toolRequests.status, 'pending'))
     .groupBy(invocations.app, toolRequests.kind);
+}
+
+/** Options of {@link listPendingCalls}. */
+export interface PendingCallsOptions {
+  app?: string;
+  /** Only these apps (a key that sees some apps); an empty list matches nothing. */
+  apps?: readonly string[];
+  kind?: string;
+  limit: number;
+}
+
+/** A pending call with the invocation it pauses. */
+export interface PendingCallRow {
+  request: ToolRequestRow;
+  invocation: Pick<InvocationRow, 'id' | 'app' | 'userId' | 'sessionId' | 'status'>;
+}
+
+/**
+ * Calls waiting for an answer across invocations (the approvals inbox), oldest first, `limit + 1` at most (the
+ * caller knows there are more). Served by the partial index `tool_requests_pending_idx`: answered calls, however
+ * many, are never read.
+ */
+export async function listPendingCalls(db: Db, options: PendingCallsOptions): Promise<PendingCallRow[]> {
+  const conditions: SQL[] = [eq(toolRequests.status, 'pending')];
+  if (options.apps !== undefined) {
+    if (options.apps.length === 0) return [];
+    conditions.push(inArray(invocations.app, [...options.apps]));
+  }
+  if (options.app !== undefined) conditions.push(eq(invocations.app, options.app));
+  if (options.kind !== undefined) conditions.push(eq(toolRequests.kind, options.kind));
+  return db
+    .select({
+      request: toolRequests,
+      invocation: {
+        id: invocations.id,
+        app: invocations.app,
+        userId: invocations.userId,
+        sessionId: invocations.sessionId,
+        status: invocations.status,
+      },
+    })
+    .from(toolRequests)
+    .innerJoin(invocations, eq(invocations.id, toolRequests.invocationId))
+    .where(and(...conditions))
+    .orderBy(toolRequests.createdAt, toolRequests.callId)
+    .limit(options.limit + 1);
+}
+
+/** Every request of an invocation — pending, answered and withdrawn — oldest first: its audit trail. */
+export async function invocationToolRequests(db: Db, invocationId: string): Promise<ToolRequestRow[]> {
+  return db
+    .select()
+    .from(toolRequests)
+    .where(eq(toolRequests.invocationId, invocationId))
+    .orderBy(toolRequests.createdAt, toolRequests.callId);
 }
 
 /** Resolves when the database answers a query (the database half of `/readyz`). */

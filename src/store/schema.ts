@@ -186,7 +186,14 @@ export const toolRequests = pgTable(
     answeredAt: timestamp('answered_at', { withTimezone: true, mode: 'date' }),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.invocationId, t.callId] }), index('tool_requests_call_idx').on(t.callId)],
+  (t) => [
+    primaryKey({ columns: [t.invocationId, t.callId] }),
+    index('tool_requests_call_idx').on(t.callId),
+    // The inbox: calls still waiting, oldest first, however many were answered.
+    index('tool_requests_pending_idx')
+      .on(t.createdAt)
+      .where(sql`status = 'pending'`),
+  ],
 );
 
 /** Versioned binary artifacts of a session. */

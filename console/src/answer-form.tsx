@@ -1,0 +1,209 @@
+/**
+ * Answering one paused call: Approve / Reject a confirmation (with an optional note or JSON payload), a JSON
+ * response to a long-running call, rerun / skip / fail for an in-doubt call. JSON is checked before it is sent. An
+ * answer someone gave first (409) is shown with who gave it and when.
+ */
+import { useState } from 'preact/hooks';
+import { ApiError, postJson } from './api';
+import { when } from './format';
+import type { PendingCall } from './types';
+
+interface Props {
+  invocationId: string;
+  call: PendingCall;
+  /** Called after an answer was stored (or found already given), to reload what shows the call. */
+  onAnswered(): void;
+}
+
+/** Parses JSON that must be an object; the error says what to write. */
+function parseObject(text: string, what: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(
+      `${what} is not valid JSON (${(err as Error).message}); write an object such as {"ok": true}`,
+    );
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new Error(
+      `${what} must be a JSON object such as {"ok": true}, not ${Array.isArray(value) ? 'an array' : typeof value}`,
+    );
+  }
+  return value as Record<string, unknown>;
+}
+
+/** A note as a string, or JSON when it parses as JSON. */
+function notePayload(text: string): unknown {
+  const trimmed = text.trim();
+  if (trimmed === '') return undefined;
+  try {
+    return JSON.parse(trimmed);
+  } catch {
+    return trimmed;
+  }
+}
+
+/** The message of a failed answer; a 409 says who answered first. */
+function answerError(err: unknown): string {
+  if (err instanceof ApiError && err.status === 409) {
+    const by = typeof err.details.answeredBy === 'string' ? err.details.answeredBy : undefined;
+    const at = typeof err.details.answeredAt === 'string' ? err.details.answeredAt : undefined;
+    if (by || at)
+      return `Already answered${by ? ` by ${by}` : ''}${at ? ` at ${when(at)}` : ''}: ${err.message}`;
+    return `Already answered: ${err.message}`;
+  }
+  return err instanceof Error ? err.message : String(err);
+}
+
+export function AnswerForm({ invocationId, call, onAnswered }: Props) {
+  const [note, setNote] = useState('');
+  const [json, setJson] = useState('{}');
+  const [action, setAction] = useState<'rerun' | 'skip' | 'fail'>('rerun');
+  const [message, setMessage] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | undefined>(undefined);
+  const base = `/v1/invocations/${encodeURIComponent(invocationId)}`;
+  const fieldId = (name: string) => `${call.callId}-${name}`;
+
+  async function send(body: () => { path: string; body: unknown }): Promise<void> {
+    let request: { path: string; body: unknown };
+    try {
+      request = body();
+    } catch (err) {
+      setError((err as Error).message);
+      return;
+    }
+    setBusy(true);
+    setError(undefined);
+    try {
+      await postJson(request.path, request.body);
+      onAnswered();
+    } catch (err) {
+      setError(answerError(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const confirm = (confirmed: boolean) =>
+    send(() => {
+      const payload = notePayload(note);
+      return {
+        path: `${base}/confirmations/${encodeURIComponent(call.callId)}`,
+        body: payload === undefined ? { confirmed } : { confirmed, payload },
+      };
+    });
+
+  const respond = (response: () => Record<string, unknown>) =>
+    send(() => ({
+      path: `${base}/responses`,
+      body: { functionResponses: [{ id: call.callId, name: call.name, response: response() }] },
+    }));
+
+  return (
+    <form
+      class="answer"
+      aria-label={`Answer ${call.name}`}
+      onSubmit={(e) => {
+        e.preventDefault();
+      }}
+    >
+      {call.kind === 'confirmation' && (
+        <>
+          <label for={fieldId('note')}>Note or JSON payload (optional)</label>
+          <input id={fieldId('note')} value={note} onInput={(e) => setNote(e.currentTarget.value)} />
+          <div class="buttons">
+            <button type="button" class="approve" disabled={busy} onClick={() => void confirm(true)}>
+              Approve
+            </button>
+            <button type="button" class="reject" disabled={busy} onClick={() => void confirm(false)}>
+              Reject
+            </button>
+          </div>
+        </>
+      )}
+      {call.kind === 'long_running' && (
+        <>
+          <label for={fieldId('response')}>Response (JSON object)</label>
+          <textarea
+            id={fieldId('response')}
+            rows={4}
+            value={json}
+            onInput={(e) => setJson(e.currentTarget.value)}
+          />
+          <div class="buttons">
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() => void respond(() => parseObject(json, 'The response'))}
+            >
+              Send response
+            </button>
+          </div>
+        </>
+      )}
+      {call.kind === 'in_doubt' && (
+        <>
+          <p class="hint">
+            The call may or may not have run before its worker stopped. Run it again, skip it with the result
+            it had, or fail the run.
+          </p>
+          <label for={fieldId('action')}>Action</label>
+          <select
+            id={fieldId('action')}
+            value={action}
+            onChange={(e) => setAction(e.currentTarget.value as 'rerun' | 'skip' | 'fail')}
+          >
+            <option value="rerun">rerun: run the call again</option>
+            <option value="skip">skip: it ran; use this result</option>
+            <option value="fail">fail: fail the call</option>
+          </select>
+          {action === 'skip' && (
+            <>
+              <label for={fieldId('result')}>Result (JSON object)</label>
+              <textarea
+                id={fieldId('result')}
+                rows={3}
+                value={json}
+                onInput={(e) => setJson(e.currentTarget.value)}
+              />
+            </>
+          )}
+          {action === 'fail' && (
+            <>
+              <label for={fieldId('message')}>Message (optional)</label>
+              <input
+                id={fieldId('message')}
+                value={message}
+                onInput={(e) => setMessage(e.currentTarget.value)}
+              />
+            </>
+          )}
+          <div class="buttons">
+            <button
+              type="button"
+              disabled={busy}
+              onClick={() =>
+                void respond(() =>
+                  action === 'skip'
+                    ? { action, result: parseObject(json, 'The result') }
+                    : action === 'fail' && message.trim()
+                      ? { action, message: message.trim() }
+                      : { action },
+                )
+              }
+            >
+              Send answer
+            </button>
+          </div>
+        </>
+      )}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+    </form>
+  );
+}

@@ -1,0 +1,32 @@
+/**
+ * The API's JSON shapes, taken from its zod schemas (type-only: nothing of the server is bundled), so the console
+ * cannot drift from what the server sends.
+ */
+import type { z } from 'zod';
+import type {
+  appListSchema,
+  errorSchema,
+  inboxSchema,
+  invocationPageSchema,
+  invocationSchema,
+  nodeListSchema,
+  sessionSchema,
+  toolRequestListSchema,
+} from '../../src/api/schemas.js';
+import type { Event } from '../../src/core/event.js';
+
+export type ApiErrorBody = Partial<z.infer<typeof errorSchema>>;
+export type Invocation = z.infer<typeof invocationSchema>;
+export type InvocationPage = z.infer<typeof invocationPageSchema>;
+export type InvocationSummary = InvocationPage['invocations'][number];
+export type PendingCall = Invocation['pending'][number];
+export type Inbox = z.infer<typeof inboxSchema>;
+export type InboxItem = Inbox['calls'][number];
+export type NodeList = z.infer<typeof nodeListSchema>;
+export type RunNode = NodeList['nodes'][number];
+export type ToolRequestList = z.infer<typeof toolRequestListSchema>;
+export type ToolRequest = ToolRequestList['requests'][number];
+export type Session = z.infer<typeof sessionSchema>;
+export type AppList = z.infer<typeof appListSchema>;
+export type ApiEvent = Event;
+export type RunStatus = Invocation['status'];

@@ -1,0 +1,1 @@
+CREATE INDEX "tool_requests_pending_idx" ON "tool_requests" USING btree ("created_at") WHERE status = 'pending';
