@@ -5,7 +5,7 @@
  * (prepare), `npm start` and the console's tests; `node --import tsx scripts/build-console.ts` by hand.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -20,6 +20,8 @@ const gzipAsync = promisify(gzip);
 export interface ConsoleBuild {
   outDir: string;
   files: { name: string; bytes: number; brotliBytes: number; gzipBytes: number }[];
+  /** The same build was there already; nothing was written. */
+  unchanged: boolean;
 }
 
 /** Builds the console into `outDir` (default dist/console). */
@@ -47,9 +49,20 @@ export async function buildConsole(outDir = join(root, 'dist', 'console')): Prom
     ['app.js', Buffer.from(js.contents)],
     ['app.css', Buffer.from(css)],
   ];
+  const built: ConsoleBuild['files'] = [];
+  if (await isBuilt(outDir, files, html)) {
+    // The same build is there: leave it, so servers reading it meanwhile (tests) never see it half written.
+    for (const [name, contents] of files) {
+      const [br, gz] = await Promise.all([
+        readFile(join(outDir, `${name}.br`)),
+        readFile(join(outDir, `${name}.gz`)),
+      ]);
+      built.push({ name, bytes: contents.length, brotliBytes: br.length, gzipBytes: gz.length });
+    }
+    return { outDir, files: built, unchanged: true };
+  }
   await rm(outDir, { recursive: true, force: true });
   await mkdir(outDir, { recursive: true });
-  const built: ConsoleBuild['files'] = [];
   for (const [name, contents] of files) {
     const br = await brotli(contents, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } });
     const gz = await gzipAsync(contents, { level: 9 });
@@ -58,13 +71,27 @@ export async function buildConsole(outDir = join(root, 'dist', 'console')): Prom
     await writeFile(join(outDir, `${name}.gz`), gz);
     built.push({ name, bytes: contents.length, brotliBytes: br.length, gzipBytes: gz.length });
   }
-  return { outDir, files: built };
+  return { outDir, files: built, unchanged: false };
+}
+
+/** Whether `outDir` holds exactly these files already (with their compressed twins). */
+async function isBuilt(outDir: string, files: [string, Buffer][], html: string): Promise<boolean> {
+  try {
+    if ((await readFile(join(outDir, 'index.html'), 'utf8')) !== html) return false;
+    for (const [name, contents] of files) {
+      if (!(await readFile(join(outDir, name))).equals(contents)) return false;
+      await Promise.all([stat(join(outDir, `${name}.br`)), stat(join(outDir, `${name}.gz`))]);
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
-  const { outDir, files } = await buildConsole();
+  const { outDir, files, unchanged } = await buildConsole();
   const total = files.reduce((sum, f) => sum + f.gzipBytes, 0);
   console.log(
-    `console: built ${outDir} (${files.map((f) => `${f.name} ${(f.gzipBytes / 1024).toFixed(1)} KB gz`).join(', ')}; ${(total / 1024).toFixed(1)} KB gz in all)`,
+    `console: ${unchanged ? 'up to date' : 'built'} ${outDir} (${files.map((f) => `${f.name} ${(f.gzipBytes / 1024).toFixed(1)} KB gz`).join(', ')}; ${(total / 1024).toFixed(1)} KB gz in all)`,
   );
 }

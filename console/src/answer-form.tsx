@@ -11,8 +11,19 @@ import type { PendingCall } from './types';
 interface Props {
   invocationId: string;
   call: PendingCall;
-  /** Called after an answer was stored (or found already given), to reload what shows the call. */
+  /** Called after an answer was stored, to reload what shows the call. */
   onAnswered(): void;
+  /**
+   * Told what became of each answer sent: the card may vanish at the next reload (the call is no longer pending),
+   * so what happened is also said outside it.
+   */
+  onOutcome?(outcome: Outcome): void;
+}
+
+/** What became of an answer: stored, or refused (and why). */
+export interface Outcome {
+  ok: boolean;
+  text: string;
 }
 
 /** Parses JSON that must be an object; the error says what to write. */
@@ -56,7 +67,7 @@ function answerError(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
 }
 
-export function AnswerForm({ invocationId, call, onAnswered }: Props) {
+export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props) {
   const [note, setNote] = useState('');
   const [json, setJson] = useState('{}');
   const [action, setAction] = useState<'rerun' | 'skip' | 'fail'>('rerun');
@@ -66,7 +77,7 @@ export function AnswerForm({ invocationId, call, onAnswered }: Props) {
   const base = `/v1/invocations/${encodeURIComponent(invocationId)}`;
   const fieldId = (name: string) => `${call.callId}-${name}`;
 
-  async function send(body: () => { path: string; body: unknown }): Promise<void> {
+  async function send(verb: string, body: () => { path: string; body: unknown }): Promise<void> {
     let request: { path: string; body: unknown };
     try {
       request = body();
@@ -78,16 +89,19 @@ export function AnswerForm({ invocationId, call, onAnswered }: Props) {
     setError(undefined);
     try {
       await postJson(request.path, request.body);
+      onOutcome?.({ ok: true, text: `${verb} ${call.name} (${call.callId}) of run ${invocationId}.` });
       onAnswered();
     } catch (err) {
-      setError(answerError(err));
+      const text = answerError(err);
+      setError(text);
+      onOutcome?.({ ok: false, text: `${call.name} (${call.callId}) of run ${invocationId}: ${text}` });
     } finally {
       setBusy(false);
     }
   }
 
   const confirm = (confirmed: boolean) =>
-    send(() => {
+    send(confirmed ? 'Approved' : 'Rejected', () => {
       const payload = notePayload(note);
       return {
         path: `${base}/confirmations/${encodeURIComponent(call.callId)}`,
@@ -96,7 +110,7 @@ export function AnswerForm({ invocationId, call, onAnswered }: Props) {
     });
 
   const respond = (response: () => Record<string, unknown>) =>
-    send(() => ({
+    send('Answered', () => ({
       path: `${base}/responses`,
       body: { functionResponses: [{ id: call.callId, name: call.name, response: response() }] },
     }));

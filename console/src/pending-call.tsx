@@ -1,5 +1,5 @@
 /** One paused call as the inbox and the run page show it: what it is, what it asks, and the form that answers it. */
-import { AnswerForm } from './answer-form';
+import { AnswerForm, type Outcome } from './answer-form';
 import { ago, kindLabel, pretty, shortId, when } from './format';
 import type { InboxItem, PendingCall } from './types';
 
@@ -10,9 +10,10 @@ interface Props {
   showRun?: boolean;
   now: number;
   onAnswered(): void;
+  onOutcome?(outcome: Outcome): void;
 }
 
-export function PendingCallCard({ invocationId, call, showRun, now, onAnswered }: Props) {
+export function PendingCallCard({ invocationId, call, showRun, now, onAnswered, onOutcome }: Props) {
   return (
     <article class={`call ${call.kind}`} aria-label={`${call.name} (${kindLabel(call.kind)})`}>
       <header>
@@ -56,7 +57,7 @@ export function PendingCallCard({ invocationId, call, showRun, now, onAnswered }
           {pretty(call.payload)}
         </pre>
       )}
-      <AnswerForm invocationId={invocationId} call={call} onAnswered={onAnswered} />
+      <AnswerForm invocationId={invocationId} call={call} onAnswered={onAnswered} onOutcome={onOutcome} />
     </article>
   );
 }

@@ -9,6 +9,7 @@ import { ErrorNote } from './error-note';
 import { ago, kindLabel, pretty, when } from './format';
 import { usePoll, useTick } from './hooks';
 import { NodeTree } from './node-tree';
+import { Outcomes, useOutcomes } from './outcomes';
 import { PendingCallCard } from './pending-call';
 import { StatusBadge } from './status-badge';
 import { Timeline } from './timeline';
@@ -170,6 +171,7 @@ export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | unde
   const [actionError, setActionError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
   const now = useTick(2000);
+  const [outcomes, addOutcome] = useOutcomes();
   const refreshAll = () => {
     void run.refresh();
     void nodes.refresh();
@@ -244,6 +246,7 @@ export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | unde
         )}
       </div>
       <Summary run={data} now={now} />
+      <Outcomes outcomes={outcomes} />
       {data.pending.length > 0 && (
         <section aria-labelledby="waiting-title" class="waiting">
           <h3 id="waiting-title">Waiting for an answer</h3>
@@ -254,6 +257,7 @@ export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | unde
               call={call}
               now={now}
               onAnswered={refreshAll}
+              onOutcome={addOutcome}
             />
           ))}
         </section>
