@@ -63,7 +63,7 @@ async function screenshot(t: ConsoleTarget, page: Page, name: string): Promise<v
   if (!t.screenshots) return;
   const dir = join(REPO, 'docs');
   mkdirSync(dir, { recursive: true });
-  await page.screenshot({ path: join(dir, `console-${name}.png`), fullPage: name === 'run' });
+  await page.screenshot({ path: join(dir, `console-${name}.png`) });
 }
 
 /** Signs in with `key` on the sign-in form. */
@@ -95,7 +95,6 @@ export async function approveFromConsole(browser: Browser, t: ConsoleTarget): Pr
     .poll(() => page.getByRole('alert').textContent(), { timeout: SHOWS_MS })
     .toContain('That key was refused');
   await signIn(page, t.opsKey);
-  await screenshot(t, page, 'sign-in-done');
 
   // A run started from the CLI shows in the list, with no reload (a marker set on the window survives).
   await page.evaluate(() => ((globalThis as unknown as { marker: string }).marker = 'same page'));
