@@ -49,6 +49,13 @@ describe('npm start', () => {
       `^ {5}(curl -X POST ${url}/v1/invocations/${id}/confirmations/\\S+ .*)$`,
       'm',
     ).exec(out)?.[1];
+    // The run's page in the web console, served at / from the files `npm start` built.
+    expect(out).toContain(
+      `A human must confirm this call. Approve it in the web console:\n     ${url}/#/runs/${id}\n`,
+    );
+    const page = await fetch(`${url}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<script type="module" src="\/console\/app\.js\?v=[0-9a-f]{12}">/);
     expect(cliLine, start.output).toBeDefined();
     expect(curlLine, start.output).toBeDefined();
     expect(curlLine).toContain(`-H 'content-type: application/json' -d '{"confirmed":true}'`);
