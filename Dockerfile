@@ -13,6 +13,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+COPY console ./console
 RUN npm run build
 
 # 2. Production dependencies only (tsx stays: it loads TypeScript apps modules given with --apps).

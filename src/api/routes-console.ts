@@ -1,5 +1,5 @@
 /**
- * The web console (console/, built into dist/console/ by scripts/build-console.ts): `GET /` answers its page and
+ * The web console (console/, built into dist/console/ by console/build.ts): `GET /` answers its page and
  * `/console/*` its script and stylesheet, brotli or gzip as the browser accepts, from files compressed at build
  * time. The page is always revalidated; the assets are named by content hash and cached for good. None of it needs
  * a key: the console asks for one and sends it with its API calls.

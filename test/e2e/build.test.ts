@@ -28,6 +28,7 @@ describe('the compiled package', () => {
       'tsconfig.json',
       'tsconfig.build.json',
       'src',
+      'console',
     ]) {
       cpSync(join(REPO, entry), join(copy, entry), { recursive: true });
     }
@@ -43,6 +44,9 @@ describe('the compiled package', () => {
     expect(existsSync(join(copy, 'dist/src/cli/main.js'))).toBe(true);
     expect(existsSync(join(copy, 'dist/src/index.js'))).toBe(true);
     expect(existsSync(join(copy, 'dist/src/index.d.ts'))).toBe(true);
+    // The web console, built with the rest, compressed twins included.
+    for (const file of ['index.html', 'app.js', 'app.js.br', 'app.js.gz', 'app.css'])
+      expect(existsSync(join(copy, 'dist/console', file)), file).toBe(true);
 
     const help = run(process.execPath, ['bin/agentloom.js', '--help']);
     expect(help.status, help.out).toBe(0);

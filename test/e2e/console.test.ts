@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConsole } from '../../scripts/build-console.js';
+import { buildConsole } from '../../console/build.js';
 import { launchBrowser, openPage, type PageTrouble } from '../support/browser.js';
 import { freePort, REPO, ServerProcess } from '../support/cli.js';
 import {

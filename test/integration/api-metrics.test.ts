@@ -153,6 +153,8 @@ describe('operations routes', () => {
         'GET /v1/invocations/{id}',
         'GET /v1/invocations/{id}/events',
         'GET /v1/invocations/{id}/nodes',
+        'GET /v1/invocations/{id}/requests',
+        'GET /v1/pending',
         'POST /v1/invocations/{id}/responses',
         'POST /v1/invocations/{id}/confirmations/{callId}',
         'POST /v1/invocations/{id}/cancel',

@@ -2,7 +2,7 @@
  * Builds the web console (console/) into dist/console/: one minified ES module bundle (Preact and the console's
  * code), its stylesheet, and index.html pointing at both by content hash; each file also brotli- and
  * gzip-compressed, so the API serves compressed files without compressing per request. Run by `npm install`
- * (prepare), `npm start` and the console's tests; `node --import tsx scripts/build-console.ts` by hand.
+ * (prepare), `npm start` (prestart), `npm run build` and the console's tests.
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
