@@ -299,8 +299,10 @@ export async function firstLoadBytes(browser: Browser, t: ConsoleTarget): Promis
       sizes.push(request.sizes().then((s) => s.responseBodySize + s.responseHeadersSize));
     }
   });
+  const started = Date.now();
   await page.goto(t.url, { waitUntil: 'load' });
   await page.getByRole('heading', { name: 'Sign in' }).waitFor({ timeout: SHOWS_MS });
+  console.log(`console: first load to the sign-in form in ${Date.now() - started} ms`);
   const total = (await Promise.all(sizes)).reduce((a, b) => a + b, 0);
   expect(sizes.length).toBe(3);
   await page.context().close();
