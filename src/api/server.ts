@@ -29,6 +29,7 @@ import { invocationRoutes } from './routes-invocations.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
 import { requestRoutes } from './routes-requests.js';
 import { consoleRoutes, isConsoleRoute } from './routes-console.js';
+import { adkRoutes } from './adk/adk-routes.js';
 import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './unread-body.js';
 
 /** Options of {@link createApiServer}. */
@@ -223,6 +224,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   requestRoutes(server, ctx);
   eventRoutes(server, ctx);
   appRoutes(server, ctx);
+  adkRoutes(server, ctx);
   await consoleRoutes(server);
   return server;
 }

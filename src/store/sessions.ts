@@ -209,3 +209,25 @@ export async function markFollowed(db: Db, sessionIds: readonly string[]): Promi
     })
     .where(inArray(sessions.id, [...sessionIds]));
 }
+
+/**
+ * Deletes a session with its events, invocations, nodes, requests and artifacts (all cascade), unless one of its
+ * invocations has not ended: a worker may be running it, or a human may be about to answer it. Returns whether a
+ * session was deleted; CONFLICT names the invocation to cancel first.
+ */
+export async function deleteSessionTx(tx: Db, id: string): Promise<boolean> {
+  const [live] = await tx
+    .select({ id: invocations.id, status: invocations.status })
+    .from(invocations)
+    .where(and(eq(invocations.sessionId, id), inArray(invocations.status, ['queued', 'running', 'paused'])))
+    .limit(1);
+  if (live) {
+    throw new AgentloomError(
+      'CONFLICT',
+      `session "${id}" has a ${live.status} invocation (${live.id}): cancel it first`,
+      { details: { sessionId: id, invocationId: live.id } },
+    );
+  }
+  const deleted = await tx.delete(sessions).where(eq(sessions.id, id)).returning({ id: sessions.id });
+  return deleted.length > 0;
+}

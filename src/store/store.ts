@@ -22,6 +22,7 @@ import {
 import { migrate } from './migrate.js';
 import {
   createSessionTx,
+  deleteSessionTx,
   getSession,
   listSessions,
   markFollowed,
@@ -86,6 +87,11 @@ export class Store {
 
   listSessions(options: ListSessionsOptions): Promise<SessionRecord[]> {
     return listSessions(this.db, options);
+  }
+
+  /** Deletes a session and all it holds, unless it has an invocation not ended (see {@link deleteSessionTx}). */
+  deleteSession(id: string): Promise<boolean> {
+    return this.transaction((tx) => deleteSessionTx(tx, id));
   }
 
   /** Appends one event atomically (see {@link appendEvent}). */

@@ -165,6 +165,20 @@ describe('operations routes', () => {
         'GET /healthz',
         'GET /readyz',
         'GET /metrics',
+        // ADK's API-server routes (adk-routes.test.ts).
+        'GET /version',
+        'GET /list-apps',
+        'GET /apps/{app}/users/{user}/sessions',
+        'POST /apps/{app}/users/{user}/sessions',
+        'POST /apps/{app}/users/{user}/sessions/{id}',
+        'GET /apps/{app}/users/{user}/sessions/{id}',
+        'PATCH /apps/{app}/users/{user}/sessions/{id}',
+        'DELETE /apps/{app}/users/{user}/sessions/{id}',
+        'POST /run',
+        'POST /run_sse',
+        'GET /dev/apps/{app}/build_graph',
+        'GET /dev/apps/{app}/build_graph_image',
+        'GET /dev/apps/{app}/debug/trace/session/{id}',
       ].sort(),
     );
     for (const [path, ops] of Object.entries(doc.paths)) {

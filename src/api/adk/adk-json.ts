@@ -1,0 +1,118 @@
+/**
+ * agentloom's data in the shapes of ADK's API server (adk-python 2.5, camelCase): events (times in seconds, the
+ * node path as `nodeInfo.path`, no seq, no action keys Python's `Event` would refuse), sessions, and an app's
+ * agent tree as `build_graph` serializes it (snake_case keys, as ADK's dev UI reads them) and as a Graphviz graph.
+ */
+import type { BaseAgent } from '../../agents/base-agent.js';
+import type { Event } from '../../core/event.js';
+import type { SessionRecord } from '../../store/sessions.js';
+
+/** An event as ADK's API server sends it. */
+export type AdkEvent = Omit<Event, 'seq' | 'nodePath' | 'timestamp' | 'actions'> & {
+  timestamp: number;
+  actions: Omit<Event['actions'], 'appendToState' | 'endInvocation'>;
+  nodeInfo: { path: string };
+};
+
+/** An event in ADK's shape. */
+export function adkEvent(event: Event): AdkEvent {
+  const { seq: _seq, nodePath, timestamp, actions, ...rest } = event;
+  const { appendToState: _append, endInvocation: _end, ...adkActions } = actions;
+  return { ...rest, timestamp: timestamp / 1000, actions: adkActions, nodeInfo: { path: nodePath } };
+}
+
+/** A session as ADK's API server sends it (`events` empty in lists). */
+export interface AdkSession {
+  id: string;
+  appName: string;
+  userId: string;
+  state: Record<string, unknown>;
+  events: AdkEvent[];
+  lastUpdateTime: number;
+}
+
+export function adkSession(session: SessionRecord, events: Event[] = []): AdkSession {
+  return {
+    id: session.id,
+    appName: session.app,
+    userId: session.userId,
+    state: session.state,
+    events: events.map(adkEvent),
+    lastUpdateTime: session.updatedAt.getTime() / 1000,
+  };
+}
+
+/** An agent as `build_graph` serializes it. */
+export interface AdkAgentInfo {
+  name: string;
+  type: 'agent';
+  description?: string;
+  model?: string;
+  tools?: { name: string; type: 'tool' }[];
+  sub_agents?: AdkAgentInfo[];
+}
+
+/** The model id and tool names an agent's definition lists (LLM agents), if any. */
+function llmParts(agent: BaseAgent): { model?: string; tools: string[] } {
+  const definition = agent.definition() as { model?: unknown; tools?: unknown };
+  return {
+    ...(typeof definition.model === 'string' && definition.model ? { model: definition.model } : {}),
+    tools: Array.isArray(definition.tools) ? definition.tools.map(String) : [],
+  };
+}
+
+export function adkAgentInfo(agent: BaseAgent): AdkAgentInfo {
+  const { model, tools } = llmParts(agent);
+  return {
+    name: agent.name,
+    type: 'agent',
+    ...(agent.description ? { description: agent.description } : {}),
+    ...(model ? { model } : {}),
+    ...(tools.length > 0 ? { tools: tools.map((name) => ({ name, type: 'tool' as const })) } : {}),
+    ...(agent.subAgents.length > 0 ? { sub_agents: agent.subAgents.map(adkAgentInfo) } : {}),
+  };
+}
+
+/** The agent at `path` (agent names joined by `/`, the root's name optional), if there is one. */
+export function agentAtPath(root: BaseAgent, path: string): BaseAgent | undefined {
+  const parts = path.split('/').filter((part) => part !== '');
+  let current: BaseAgent | undefined = root;
+  for (const part of parts[0] === root.name ? parts.slice(1) : parts) {
+    current = current?.subAgents.find((child) => child.name === part);
+  }
+  return current;
+}
+
+/** A DOT string literal. */
+function quoted(text: string): string {
+  return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+/** The agent tree as a Graphviz digraph: agents as boxes labelled with their kind, tools as ellipses. */
+export function agentGraphDot(root: BaseAgent, dark = false): string {
+  const fg = dark ? '#e6e7e9' : '#1d1f21';
+  const lines = [
+    'digraph agents {',
+    `  graph [rankdir=LR, bgcolor="transparent", fontcolor="${fg}"];`,
+    `  node [fontname="Helvetica", fontsize=11, color="${fg}", fontcolor="${fg}"];`,
+    `  edge [color="${fg}"];`,
+  ];
+  const visit = (agent: BaseAgent, id: string): void => {
+    lines.push(
+      `  ${quoted(id)} [shape=box, style=rounded, label=${quoted(`${agent.name}\n${agent.kind}`)}];`,
+    );
+    for (const tool of llmParts(agent).tools) {
+      const toolId = `${id}::tool::${tool}`;
+      lines.push(`  ${quoted(toolId)} [shape=ellipse, label=${quoted(tool)}];`);
+      lines.push(`  ${quoted(id)} -> ${quoted(toolId)} [style=dashed];`);
+    }
+    for (const child of agent.subAgents) {
+      const childId = `${id}/${child.name}`;
+      visit(child, childId);
+      lines.push(`  ${quoted(id)} -> ${quoted(childId)};`);
+    }
+  };
+  visit(root, root.name);
+  lines.push('}');
+  return lines.join('\n');
+}

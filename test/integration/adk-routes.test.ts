@@ -1,0 +1,305 @@
+/**
+ * ADK's API-server routes (issue 22), on PostgreSQL through a real API server, with adk-python 2.5's field names
+ * and SSE framing: apps and version; sessions created (empty, null or full body; by path id), listed as a bare
+ * array, read with their events, patched, deleted (not while a run is live); `/run_sse` streams `data:` blocks only,
+ * without the caller's own message, until the run pauses, and a function response to the confirmation (snake_case
+ * accepted) resumes the same invocation, the tool running once; `/run` answers the same events as an array; an
+ * unknown session is 404 before anything is enqueued; the dev UI's graph and trace routes; keys as on /v1.
+ */
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import {
+  createEngine,
+  FunctionTool,
+  SequentialAgent,
+  type Engine,
+  type ScriptedTurn,
+} from '../../src/index.js';
+import { call, scripted } from '../support/agents.js';
+import { createTestDatabase } from '../support/services.js';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
+type Json = any;
+
+const KEY = 'adk-routes-key-0123456789';
+let engine: Engine;
+let open: ApiApp;
+let keyed: ApiApp;
+let base: string;
+let keyedBase: string;
+let sends = 0;
+
+beforeAll(async () => {
+  const send = new FunctionTool({
+    name: 'send_mail',
+    description: 'sends a mail',
+    requireConfirmation: true,
+    execute: () => {
+      sends++;
+      return { sent: true };
+    },
+  });
+  const root = new SequentialAgent({
+    name: 'pipeline',
+    subAgents: [
+      scripted('writer', 'a draft'),
+      scripted(
+        'sender',
+        (turn: ScriptedTurn) => (turn.callIndex === 0 ? call('send_mail', { to: 'bob' }) : 'mail handled'),
+        { tools: [send] },
+      ),
+    ],
+  });
+  engine = await createEngine({
+    apps: [
+      { name: 'mail', agent: root },
+      { name: 'echo', agent: scripted('echoer', 'echo') },
+    ],
+    database: await createTestDatabase(),
+    queue: 'local',
+    logger: pino({ level: 'silent' }),
+  });
+  open = await createApiServer({ engine, processMetrics: false });
+  base = await open.listen({ port: 0, host: '127.0.0.1' });
+  keyed = await createApiServer({ engine, processMetrics: false, apiKeys: `echoes:${KEY}:echo` });
+  keyedBase = await keyed.listen({ port: 0, host: '127.0.0.1' });
+});
+
+afterAll(async () => {
+  await open?.close();
+  await keyed?.close();
+  await engine?.close();
+});
+
+async function request(
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; text: string; json: Json; type: string }> {
+  const response = await fetch(`${base}${path}`, {
+    method,
+    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  let json: Json;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, text, json, type: response.headers.get('content-type') ?? '' };
+}
+
+/** The `data:` payloads of an SSE body; fails on any other kind of line. */
+function dataBlocks(text: string): Json[] {
+  const blocks = text.split('\n\n').filter((b) => b !== '');
+  for (const block of blocks) expect(block, 'only data: lines').toMatch(/^data: [^\n]*$/);
+  return blocks.map((b) => JSON.parse(b.slice('data: '.length)));
+}
+
+describe('apps and version', () => {
+  it('lists app names as a bare array, and a key sees only its apps', async () => {
+    expect((await request('GET', '/list-apps?relative_path=./')).json).toEqual(['mail', 'echo']);
+    const scoped = await fetch(`${keyedBase}/list-apps`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(await scoped.json()).toEqual(['echo']);
+    expect((await fetch(`${keyedBase}/list-apps`)).status).toBe(401);
+    expect((await request('GET', '/version')).json).toMatchObject({ version: expect.any(String) });
+  });
+});
+
+describe('sessions', () => {
+  it('creates from an empty, a null or a full body, and by path id; a second create of an id is 400', async () => {
+    const empty = await request('POST', '/apps/mail/users/ann/sessions');
+    expect(empty.status).toBe(200);
+    expect(empty.json).toMatchObject({ appName: 'mail', userId: 'ann', state: {}, events: [] });
+    expect(empty.json.id).toMatch(/^ses_/);
+    expect(empty.json.lastUpdateTime).toBeLessThan(1e11);
+    expect((await request('POST', '/apps/mail/users/ann/sessions', 'null')).status).toBe(200);
+    const full = await request('POST', '/apps/mail/users/ann/sessions', {
+      session_id: 'adk-full',
+      state: { topic: 'mail' },
+      unknownKey: true,
+    });
+    expect(full.json).toMatchObject({ id: 'adk-full', state: { topic: 'mail' } });
+    const byPath = await request('POST', '/apps/mail/users/ann/sessions/adk-path', { state: { n: 1 } });
+    expect(byPath.json).toMatchObject({ id: 'adk-path', state: { n: 1 } });
+    const again = await request('POST', '/apps/mail/users/ann/sessions/adk-path', {});
+    expect(again.status).toBe(400);
+    expect(again.text).toContain('Session already exists: adk-path');
+    const withEvents = await request('POST', '/apps/mail/users/ann/sessions', { events: [{ author: 'x' }] });
+    expect(withEvents.status).toBe(400);
+    expect(withEvents.json.error.message).toMatch(/^events: /);
+  });
+
+  it('lists as a bare array without events; reads one with its events; another user’s is 404', async () => {
+    const created = await request('POST', '/apps/mail/users/bea/sessions', { state: { k: 'v' } });
+    const list = await request('GET', '/apps/mail/users/bea/sessions');
+    expect(Array.isArray(list.json)).toBe(true);
+    expect(list.json).toContainEqual(expect.objectContaining({ id: created.json.id, events: [] }));
+    const one = await request('GET', `/apps/mail/users/bea/sessions/${created.json.id}`);
+    expect(one.json).toMatchObject({
+      id: created.json.id,
+      appName: 'mail',
+      userId: 'bea',
+      state: { k: 'v' },
+    });
+    expect((await request('GET', `/apps/mail/users/someone/sessions/${created.json.id}`)).status).toBe(404);
+    expect((await request('GET', `/apps/echo/users/bea/sessions/${created.json.id}`)).status).toBe(404);
+    expect((await request('GET', '/apps/mail/users/bea/sessions/nope')).status).toBe(404);
+  });
+
+  it('patches state with a delta (an event records it) and deletes; a live run blocks deletion', async () => {
+    const { json: session } = await request('POST', '/apps/mail/users/cy/sessions');
+    const patched = await request('PATCH', `/apps/mail/users/cy/sessions/${session.id}`, {
+      state_delta: { mood: 'good' },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.json.state).toMatchObject({ mood: 'good' });
+    expect(patched.json.events).toHaveLength(1);
+    expect(patched.json.events[0]).toMatchObject({
+      author: 'user',
+      actions: { stateDelta: { mood: 'good' } },
+    });
+    // A run paused for confirmation is live: the session stays.
+    await request('POST', '/run', {
+      appName: 'mail',
+      userId: 'cy',
+      sessionId: session.id,
+      newMessage: { role: 'user', parts: [{ text: 'mail bob' }] },
+    });
+    const refused = await request('DELETE', `/apps/mail/users/cy/sessions/${session.id}`);
+    expect(refused.status).toBe(409);
+    expect(refused.json.error.message).toContain('cancel it first');
+    const [paused] = (await engine.store.listSessions({ app: 'mail', userId: 'cy' })).map((s) => s.id);
+    const inv = (await request('GET', `/v1/invocations?userId=cy`)).json.invocations[0];
+    await engine.cancel(inv.id);
+    expect((await request('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(204);
+    expect((await request('GET', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
+    expect((await request('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
+  });
+});
+
+describe('/run_sse and /run', () => {
+  it('streams data: blocks until the pause; the confirmation answer resumes the same invocation; the tool runs once', async () => {
+    const { json: session } = await request('POST', '/apps/mail/users/dee/sessions');
+    const before = sends;
+    const first = await request('POST', '/run_sse', {
+      appName: 'mail',
+      userId: 'dee',
+      sessionId: session.id,
+      newMessage: { role: 'user', parts: [{ text: 'mail bob' }] },
+      streaming: false,
+    });
+    expect(first.status).toBe(200);
+    expect(first.type).toContain('text/event-stream');
+    const events = dataBlocks(first.text);
+    expect(events.map((e) => e.author)).not.toContain('user');
+    for (const event of events) {
+      expect(event).not.toHaveProperty('seq');
+      expect(event).not.toHaveProperty('nodePath');
+      expect(event.actions).not.toHaveProperty('appendToState');
+      expect(event.actions).not.toHaveProperty('endInvocation');
+      expect(event.timestamp).toBeLessThan(1e11);
+      expect(event.nodeInfo.path).toEqual(expect.any(String));
+    }
+    const ask = events.at(-1);
+    const request_ = ask.content.parts[0].functionCall;
+    expect(request_.name).toBe('adk_request_confirmation');
+    expect(ask.longRunningToolIds).toEqual([request_.id]);
+    const invocationId = ask.invocationId;
+    expect((await engine.get(invocationId)).status).toBe('paused');
+
+    // The dev UI answers with a function response (snake_case from a Python client works the same).
+    const second = await request('POST', '/run_sse', {
+      app_name: 'mail',
+      user_id: 'dee',
+      session_id: session.id,
+      new_message: {
+        role: 'user',
+        parts: [
+          {
+            function_response: {
+              id: request_.id,
+              name: 'adk_request_confirmation',
+              response: { confirmed: true },
+            },
+          },
+        ],
+      },
+    });
+    const rest = dataBlocks(second.text);
+    expect(new Set(rest.map((e) => e.invocationId))).toEqual(new Set([invocationId]));
+    expect(rest.some((e) => e.content?.parts?.[0]?.text === 'mail handled')).toBe(true);
+    expect((await engine.get(invocationId)).status).toBe('completed');
+    expect(sends - before).toBe(1);
+    // The stored session holds the whole conversation.
+    const stored = await request('GET', `/apps/mail/users/dee/sessions/${session.id}`);
+    expect(stored.json.events[0]).toMatchObject({
+      author: 'user',
+      content: { parts: [{ text: 'mail bob' }] },
+    });
+  });
+
+  it('/run answers the events as a JSON array', async () => {
+    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
+    const run = await request('POST', '/run', {
+      appName: 'echo',
+      userId: 'eve',
+      sessionId: session.id,
+      newMessage: { parts: [{ text: 'hello' }] },
+    });
+    expect(run.status).toBe(200);
+    expect(run.json).toHaveLength(1);
+    expect(run.json[0]).toMatchObject({ author: 'echoer', content: { parts: [{ text: 'echo' }] } });
+  });
+
+  it('answers 404 for an unknown session before enqueueing, and 404 for a call no run waits on', async () => {
+    const count = async () => (await request('GET', '/v1/invocations?limit=200')).json.invocations.length;
+    const before = await count();
+    const unknown = await request('POST', '/run_sse', {
+      appName: 'echo',
+      userId: 'eve',
+      sessionId: 'no-such-session',
+      newMessage: { parts: [{ text: 'x' }] },
+    });
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error.message).toBe('Session not found: no-such-session');
+    expect(await count()).toBe(before);
+    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
+    const stray = await request('POST', '/run', {
+      appName: 'echo',
+      userId: 'eve',
+      sessionId: session.id,
+      newMessage: {
+        parts: [{ functionResponse: { id: 'confirm_nope', name: 'x', response: { confirmed: true } } }],
+      },
+    });
+    expect(stray.status).toBe(404);
+    expect(await count()).toBe(before);
+  });
+});
+
+describe("the dev UI's routes", () => {
+  it('serializes the agent tree, draws it as Graphviz text, and has no trace spans', async () => {
+    const graph = await request('GET', '/dev/apps/mail/build_graph');
+    expect(graph.json).toMatchObject({
+      name: 'mail',
+      root_agent: {
+        name: 'pipeline',
+        type: 'agent',
+        sub_agents: [{ name: 'writer' }, { name: 'sender', tools: [{ name: 'send_mail', type: 'tool' }] }],
+      },
+    });
+    const image = await request('GET', '/dev/apps/mail/build_graph_image?dark_mode=true');
+    expect(image.json.dotSrc).toMatch(/^digraph agents \{/);
+    expect(image.json.dotSrc).toContain('"pipeline" -> "pipeline/sender"');
+    const sub = await request('GET', '/dev/apps/mail/build_graph_image?node=pipeline/sender');
+    expect(sub.json['pipeline/sender'].dotSrc).toContain('send_mail');
+    expect((await request('GET', '/dev/apps/mail/build_graph_image?node=nowhere')).status).toBe(404);
+    expect((await request('GET', '/dev/apps/mail/debug/trace/session/abc')).json).toEqual([]);
+    expect((await request('GET', '/builder/app/mail')).status).toBe(404);
+  });
+});
