@@ -60,6 +60,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0001_invocations_list_idx',
         '0002_sessions_followed_until',
         '0003_hot_updates',
+        '0004_tool_requests_pending',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
