@@ -103,22 +103,21 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
   const apps = [...engine.apps.keys()];
   const example = config.apps === undefined;
   const models = config.gemini ? 'Gemini (gemini-2.5-flash)' : 'scripted models, offline';
-  console.log(`agentloom dev: listening on ${url}`);
-  console.log(
-    `  console  ${url}/ (runs, run pages with live events, the approvals inbox; open it in a browser)`,
-  );
-  console.log(
-    example
-      ? `  app   ${EXAMPLE_APP} (the example: parallel research → draft/critique loop → publish with a human's confirmation; ${models})`
-      : `  apps  ${apps.join(', ')} (from ${config.apps})`,
-  );
-  console.log(`  data  ${config.dataDir} (PGlite, kept across restarts; --data DIR to move it)`);
-  console.log(
-    `  auth  ${config.apiKeys.length > 0 ? 'API keys of AGENTLOOM_API_KEYS' : 'none: loopback only'}`,
-  );
   const app = example ? EXAMPLE_APP : (apps[0] ?? 'APP');
   const input = example ? EXAMPLE_INPUT : 'your input';
-  console.log(`  try   ${cliLine(['run', app, input, '--follow'], { url })}`);
+  // One write: a reader that has seen the first line sees the rest with it.
+  console.log(
+    [
+      `agentloom dev: listening on ${url}`,
+      example
+        ? `  app   ${EXAMPLE_APP} (the example: parallel research → draft/critique loop → publish with a human's confirmation; ${models})`
+        : `  apps  ${apps.join(', ')} (from ${config.apps})`,
+      `  web   ${url}/ (the console: runs, run pages with live events, the approvals inbox)`,
+      `  data  ${config.dataDir} (PGlite, kept across restarts; --data DIR to move it)`,
+      `  auth  ${config.apiKeys.length > 0 ? 'API keys of AGENTLOOM_API_KEYS' : 'none: loopback only'}`,
+      `  try   ${cliLine(['run', app, input, '--follow'], { url })}`,
+    ].join('\n'),
+  );
 }
 
 /** Starts `dev` from its configuration and installs the signal handlers. */

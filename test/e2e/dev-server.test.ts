@@ -52,6 +52,7 @@ describe('agentloom dev, no --apps: the example app', () => {
   it('serves the example app on loopback only, and says so', async () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect(dev.stdout).toContain('  app   writer (the example');
+    expect(dev.stdout).toContain(`  web   ${url}/ (the console`);
     expect(dev.stdout).toContain(`  data  ${join(dir, 'example')} (PGlite, kept across restarts`);
     expect(dev.stderr).toMatch(
       /^warn: no API keys configured \(AGENTLOOM_API_KEYS\): listening on loopback only/m,
