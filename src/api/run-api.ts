@@ -39,7 +39,14 @@ export async function listenApi(
  */
 export async function serveApi(
   engine: Engine,
-  options: { apiKeys: readonly ApiKey[]; port: number; logger: Logger; metricsRegistries?: Registry[] },
+  options: {
+    apiKeys: readonly ApiKey[];
+    port: number;
+    logger: Logger;
+    metricsRegistries?: Registry[];
+    /** ADK's dev UI to serve at `/dev-ui/` (only without keys). */
+    adkDevUiDir?: string;
+  },
 ): Promise<{ server: ApiApp; url: string; close: () => Promise<void> }> {
   const { apiKeys, port, logger } = options;
   let server: ApiApp | undefined;
@@ -49,6 +56,7 @@ export async function serveApi(
       apiKeys,
       logger,
       ...(options.metricsRegistries ? { metricsRegistries: options.metricsRegistries } : {}),
+      ...(options.adkDevUiDir !== undefined ? { adkDevUiDir: options.adkDevUiDir } : {}),
     });
     const url = await listenApi(server, { port, authEnabled: apiKeys.length > 0, logger });
     const listening = server;

@@ -16,6 +16,7 @@ import {
   type ZodTypeProvider,
 } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
+import { AgentloomError } from '../core/errors.js';
 import { packageRoot } from '../core/package-root.js';
 import type { Engine } from '../engine/engine.js';
 import { authenticate, parseApiKeys, type ApiKey } from './auth.js';
@@ -29,6 +30,7 @@ import { invocationRoutes } from './routes-invocations.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
 import { requestRoutes } from './routes-requests.js';
 import { consoleRoutes, isConsoleRoute } from './routes-console.js';
+import { devUiRoutes } from './adk/adk-dev-ui.js';
 import { adkRoutes } from './adk/adk-routes.js';
 import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './unread-body.js';
 
@@ -62,6 +64,11 @@ export interface ApiServerOptions {
    * (`agentloom dev`). Their names must not repeat the API's (so no second set of process metrics).
    */
   metricsRegistries?: readonly Registry[];
+  /**
+   * The browser build of ADK's dev UI (see adk-dev-ui.ts `findAdkDevUi`), served at `/dev-ui/`. Only without
+   * keys: the UI sends no Authorization header.
+   */
+  adkDevUiDir?: string;
 }
 
 /** Answers a malformed HTTP request (one Fastify never sees) in the API's error shape, then closes. */
@@ -226,5 +233,14 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   appRoutes(server, ctx);
   adkRoutes(server, ctx);
   await consoleRoutes(server);
+  if (options.adkDevUiDir !== undefined) {
+    if (ctx.authEnabled) {
+      throw new AgentloomError(
+        'CONFIG',
+        "ADK's dev UI sends no API key: serve it from a server without AGENTLOOM_API_KEYS (loopback only)",
+      );
+    }
+    await devUiRoutes(server, options.adkDevUiDir);
+  }
   return server;
 }

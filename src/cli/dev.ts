@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { httpGroup } from '../api/api-config.js';
+import { ADK_DEVTOOLS_PACKAGE, findAdkDevUi } from '../api/adk/adk-dev-ui.js';
 import { serveApi } from '../api/index.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
@@ -99,7 +100,7 @@ function isAddressInUse(err: unknown): boolean {
 }
 
 /** Prints what is served where, and a first command to try. */
-function printBanner(config: DevConfig, engine: Engine, url: string): void {
+function printBanner(config: DevConfig, engine: Engine, url: string, devUi: string | undefined): void {
   const apps = [...engine.apps.keys()];
   const example = config.apps === undefined;
   const models = config.gemini ? 'Gemini (gemini-2.5-flash)' : 'scripted models, offline';
@@ -113,6 +114,7 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
         ? `  app   ${EXAMPLE_APP} (the example: parallel research → draft/critique loop → publish with a human's confirmation; ${models})`
         : `  apps  ${apps.join(', ')} (from ${config.apps})`,
       `  web   ${url}/ (the console: runs, run pages with live events, the approvals inbox)`,
+      `  adk   ${adkLine(config, url, devUi)}`,
       `  data  ${config.dataDir} (PGlite, kept across restarts; --data DIR to move it)`,
       `  auth  ${config.apiKeys.length > 0 ? 'API keys of AGENTLOOM_API_KEYS' : 'none: loopback only'}`,
       `  try   ${cliLine(['run', app, input, '--follow'], { url })}`,
@@ -120,11 +122,19 @@ function printBanner(config: DevConfig, engine: Engine, url: string): void {
   );
 }
 
+/** Where ADK's dev UI is, or why it is not served. */
+function adkLine(config: DevConfig, url: string, devUi: string | undefined): string {
+  if (config.apiKeys.length > 0) return "ADK's dev UI is off: it sends no API key (unset AGENTLOOM_API_KEYS)";
+  if (devUi === undefined) return `npm install ${ADK_DEVTOOLS_PACKAGE} to get ADK's dev UI at ${url}/dev-ui/`;
+  return `${url}/dev-ui/ (ADK's dev UI, from ${ADK_DEVTOOLS_PACKAGE})`;
+}
+
 /** Starts `dev` from its configuration and installs the signal handlers. */
 export async function runDev(config: DevConfig): Promise<RunningDev> {
   // The worker's step metrics are served by the API's /metrics (the API registry has the process metrics).
   const stepMetrics = new StepMetrics({ processMetrics: false });
   const walkthrough = new AbortController();
+  const devUi = config.apiKeys.length > 0 ? undefined : findAdkDevUi();
   const {
     engine,
     served,
@@ -146,6 +156,7 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
         port: config.port,
         logger,
         metricsRegistries: [stepMetrics.registry],
+        ...(devUi !== undefined ? { adkDevUiDir: devUi } : {}),
       }).catch((err: unknown) => {
         if (!isAddressInUse(err)) throw err;
         throw new AgentloomError(
@@ -164,7 +175,7 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
     },
   });
   const { url } = served;
-  printBanner(config, engine, url);
+  printBanner(config, engine, url, devUi);
   if (config.walkthrough) {
     runWalkthrough({
       url,

@@ -203,7 +203,8 @@ describe('/run_sse and /run', () => {
       expect(event.actions).not.toHaveProperty('appendToState');
       expect(event.actions).not.toHaveProperty('endInvocation');
       expect(event.timestamp).toBeLessThan(1e11);
-      expect(event.nodeInfo.path).toEqual(expect.any(String));
+      // adk-python's node paths: every segment `name@run`.
+      expect(event.nodeInfo.path).toMatch(/^[\w-]+@\d+(\/[\w-]+@\d+)*$/);
     }
     const ask = events.at(-1);
     const request_ = ask.content.parts[0].functionCall;

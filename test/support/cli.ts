@@ -105,10 +105,15 @@ export class ServerProcess {
   exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 
-  constructor(args: string[], env: Record<string, string | undefined> = {}, command: string[] = [CLI]) {
+  constructor(
+    args: string[],
+    env: Record<string, string | undefined> = {},
+    command: string[] = [CLI],
+    { cwd = REPO }: { cwd?: string } = {},
+  ) {
     const [file, ...rest] = command[0] === CLI ? [process.execPath, CLI] : command;
     this.child = spawn(file as string, [...rest, ...args], {
-      cwd: REPO,
+      cwd,
       env: cliEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
       // Its own process group: `npm start` runs node under a shell, and a stop must reach all of them.

@@ -14,11 +14,32 @@ export type AdkEvent = Omit<Event, 'seq' | 'nodePath' | 'timestamp' | 'actions'>
   nodeInfo: { path: string };
 };
 
+/**
+ * A node path as adk-python 2.5 writes it: every segment `name@run`, the run counted from 1. Ours marks a loop's
+ * iteration k as `name#k` (from 0) and a node that runs once by its name alone. The dev UI draws a node's runs from
+ * these, and a `#` in a name breaks the Graphviz text it builds.
+ */
+export function adkNodePath(nodePath: string): string {
+  if (nodePath === '') return '';
+  return nodePath
+    .split('/')
+    .map((segment) => {
+      const loop = /^(.*)#(\d+)$/.exec(segment);
+      return loop ? `${loop[1]}@${Number(loop[2]) + 1}` : `${segment}@1`;
+    })
+    .join('/');
+}
+
 /** An event in ADK's shape. */
 export function adkEvent(event: Event): AdkEvent {
   const { seq: _seq, nodePath, timestamp, actions, ...rest } = event;
   const { appendToState: _append, endInvocation: _end, ...adkActions } = actions;
-  return { ...rest, timestamp: timestamp / 1000, actions: adkActions, nodeInfo: { path: nodePath } };
+  return {
+    ...rest,
+    timestamp: timestamp / 1000,
+    actions: adkActions,
+    nodeInfo: { path: adkNodePath(nodePath) },
+  };
 }
 
 /** A session as ADK's API server sends it (`events` empty in lists). */
