@@ -28,8 +28,11 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bin/**/*.js'],
-    languageOptions: { globals: { URL: 'readonly', process: 'readonly', console: 'readonly' } },
+    // Plain Node scripts (the CLI's launcher, the example MCP server, bench scripts).
+    files: ['bin/**/*.js', '**/*.mjs'],
+    languageOptions: {
+      globals: { URL: 'readonly', process: 'readonly', console: 'readonly', Buffer: 'readonly' },
+    },
   },
   {
     files: ['eslint.config.js', 'vitest.config.ts', 'drizzle.config.ts'],

@@ -1,4 +1,3 @@
-/* global console, process */
 // Installs bench/'s dependencies when any is missing (npm run bench at the repository root runs this first).
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';

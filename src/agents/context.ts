@@ -7,6 +7,7 @@ import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
 import type { ChildOutcome, Tool } from '../tools/tool.js';
+import type { Toolset } from '../tools/toolset.js';
 
 export type { ChildOutcome };
 
@@ -86,6 +87,8 @@ export interface NodeRuntime {
   resolveModel(ref: Model | string | undefined): Model;
   /** Resolves a tool reference (an instance or the name of a built-in or registered tool). */
   resolveTool(ref: Tool | string): Tool;
+  /** A toolset's tools as it lists them now (cached by the toolset). */
+  resolveToolset(toolset: Toolset): Promise<Tool[]>;
   /**
    * Runs `agentName` as a child node `<nodePath>/<segment>`: returns its outcome when it has ended; otherwise
    * suspends this node (throws) until the child ends, then the node is re-run and the call returns.

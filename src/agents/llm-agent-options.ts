@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
+import type { Toolset } from '../tools/toolset.js';
 import type { BaseAgent, BaseAgentOptions } from './base-agent.js';
 import type { CallbackChains, LlmAgentCallbacks } from './callbacks.js';
 import type { InvocationContext } from './context.js';
@@ -21,8 +22,8 @@ export interface LlmAgentOptions extends BaseAgentOptions, LlmAgentCallbacks {
   globalInstruction?: Instruction;
   /** Sent as is (no templating), before the instruction. */
   staticInstruction?: string;
-  /** Tools, or names of tools registered with the engine. */
-  tools?: (Tool | string)[];
+  /** Tools, toolsets (an MCP server's tools: McpToolset), or names of tools registered with the engine. */
+  tools?: (Tool | Toolset | string)[];
   /** Stores the final response text (or the parsed `outputSchema` value) in state under this key. */
   outputKey?: string;
   /** A zod schema the final response must match (JSON); tools are not offered then. */

@@ -5,6 +5,7 @@
 import { isTimeoutMs } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
+import { isToolset, type Toolset } from '../tools/toolset.js';
 import { AgentTool } from './agent-tool.js';
 import { BaseAgent, type AgentKind } from './base-agent.js';
 import { callbackChains, type CallbackChains } from './callbacks.js';
@@ -49,9 +50,12 @@ export class LlmAgent extends BaseAgent implements LlmFlowAgent {
     }
     const names = new Set<string>();
     for (const tool of options.tools ?? []) {
-      const name = typeof tool === 'string' ? tool : tool.name;
+      const name = typeof tool === 'string' ? tool : isToolset(tool) ? `toolset:${tool.name}` : tool.name;
       if (names.has(name)) {
-        throw new AgentloomError('VALIDATION', `LlmAgent "${this.name}": tool "${name}" is listed twice`, {
+        const message = isToolset(tool)
+          ? `two toolsets are named "${tool.name}": give each its own name (or prefix)`
+          : `tool "${name}" is listed twice`;
+        throw new AgentloomError('VALIDATION', `LlmAgent "${this.name}": ${message}`, {
           details: { field: 'tools' },
         });
       }
@@ -86,11 +90,28 @@ export class LlmAgent extends BaseAgent implements LlmFlowAgent {
   override definition(): Record<string, unknown> {
     return {
       ...super.definition(),
-      tools: (this.options.tools ?? []).map((t) => (typeof t === 'string' ? t : t.name)),
+      tools: (this.options.tools ?? []).map((t) =>
+        typeof t === 'string' ? t : isToolset(t) ? `toolset:${t.name}` : t.name,
+      ),
+      ...this.toolsetDefinitions(),
       toolAgents: this.toolAgents.map((a) => a.definition()),
       outputKey: this.options.outputKey ?? null,
       maxIterations: this.maxIterations,
     };
+  }
+
+  /**
+   * A toolset's configuration (not what its server lists) is part of the definition; the key is left out without
+   * toolsets, so that the hash of an agent without any is what it always was.
+   */
+  private toolsetDefinitions(): { toolsets?: Record<string, unknown>[] } {
+    const toolsets = (this.options.tools ?? []).flatMap((t) => (isToolset(t) ? [t.definition()] : []));
+    return toolsets.length > 0 ? { toolsets } : {};
+  }
+
+  /** The toolsets among its tools (the engine closes them when it closes). */
+  get toolsets(): Toolset[] {
+    return (this.options.tools ?? []).filter(isToolset);
   }
 
   /**

@@ -12,6 +12,7 @@ import { newId } from '../core/ids.js';
 import type { ModelRequest, ModelResponse, ToolDeclaration } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import { FunctionTool } from '../tools/function-tool.js';
+import { isToolset } from '../tools/toolset.js';
 import { invocationContextOf } from './base-agent.js';
 import { runChain, type CallbackContext } from './callbacks.js';
 import { NodeSuspended, type LeafOutcome, type NodeRuntime, type PauseRequest } from './context.js';
@@ -51,11 +52,26 @@ function transferTool(agent: LlmFlowAgent): Tool | undefined {
   });
 }
 
-function toolsOf(agent: LlmFlowAgent, rt: NodeRuntime): Map<string, Tool> {
+/** The tools offered this activation: single tools, and each toolset's as it lists them now. */
+async function toolsOf(agent: LlmFlowAgent, rt: NodeRuntime): Promise<Map<string, Tool>> {
   const tools = new Map<string, Tool>();
-  for (const ref of agent.options.tools ?? []) {
-    const tool = rt.resolveTool(ref);
+  const add = (tool: Tool, from: string) => {
+    if (tools.has(tool.name)) {
+      throw new AgentloomError(
+        'CONFIG',
+        `LlmAgent "${agent.name}": tool "${tool.name}" of ${from} has the name of another of its tools: give the toolset a prefix`,
+        { details: { tool: tool.name } },
+      );
+    }
     tools.set(tool.name, tool);
+  };
+  for (const ref of agent.options.tools ?? []) {
+    if (isToolset(ref)) {
+      for (const tool of await rt.resolveToolset(ref)) add(tool, `toolset "${ref.name}"`);
+    } else {
+      const tool = rt.resolveTool(ref);
+      add(tool, 'its tools');
+    }
   }
   const transfer = transferTool(agent);
   if (transfer) tools.set(transfer.name, transfer);
@@ -254,8 +270,14 @@ export async function runLlmFlow(agent: LlmFlowAgent, rt: NodeRuntime): Promise<
     agent,
     rt,
     journal: new Journal(rt.journal, agent.name, rt.withdrawnCalls),
-    tools: toolsOf(agent, rt),
+    tools: new Map(),
   };
+  try {
+    flow.tools = await toolsOf(agent, rt);
+  } catch (err) {
+    if (isControlFlow(err)) throw err;
+    return { status: 'failed', error: toStoredError(err) };
+  }
   const short = await beforeAgent(flow);
   if (short) return short;
   const stored = flow.journal.modelEvents();

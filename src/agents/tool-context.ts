@@ -93,6 +93,14 @@ export function makeToolContext(
       ctx.confirmationRequest = request;
     },
     signal: rt.signal,
+    reportProgress({ progress, total, message }) {
+      const response = {
+        progress,
+        ...(total !== undefined ? { total } : {}),
+        ...(message !== undefined ? { message } : {}),
+      };
+      rt.publishPartial({ role: 'user', parts: [{ functionResponse: { id, name: call.name, response } }] });
+    },
     saveArtifact: (name, artifact) =>
       rt.saveArtifact(name, {
         mime: artifact.mime,

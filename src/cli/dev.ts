@@ -19,6 +19,7 @@ import {
   type FlagsOf,
   type SettingsOf,
 } from '../config/settings.js';
+import { loadRegistries } from '../engine/apps-module.js';
 import { startProcess } from '../engine/process-lifecycle.js';
 import { StepMetrics } from '../workers/step-metrics.js';
 import type { Engine } from '../engine/engine.js';
@@ -40,10 +41,16 @@ const devGroup = settingsGroup({
     clientKey: z.string().optional(),
     /** Whether the example app runs on Gemini (a key is set) or on scripted models. */
     gemini: z.boolean(),
+    /** A module exporting `tools` / `models` the YAML apps of `--apps` name. */
+    registry: z.string().min(1, '--registry must name a module').optional(),
   },
   // `apps`: the check says whether to leave out the flag or the variable.
-  read: (flags: { data?: string; walkthrough?: boolean; apps?: string }, env: EnvConfig) => ({
+  read: (
+    flags: { data?: string; walkthrough?: boolean; apps?: string; registry?: string },
+    env: EnvConfig,
+  ) => ({
     dataDir: flags.data ?? DEFAULT_DEV_DATA,
+    registry: flags.registry,
     walkthrough: flags.walkthrough ?? false,
     clientKey: env.AGENTLOOM_API_KEY,
     gemini: Boolean(env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY),
@@ -51,6 +58,14 @@ const devGroup = settingsGroup({
   // Reported with a bad --port or --data too: it reads only flags and AGENTLOOM_APPS, valid whatever they hold.
   checkAlways: true,
   check: (settings, ctx, { flags }) => {
+    if (settings.registry !== undefined && settings.apps === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['registry'],
+        message:
+          '--registry names what the apps of --apps use: pass --apps PATH too, or leave out --registry',
+      });
+    }
     if (settings.walkthrough && settings.apps !== undefined) {
       ctx.addIssue({
         code: 'custom',
@@ -135,6 +150,7 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
   const stepMetrics = new StepMetrics({ processMetrics: false });
   const walkthrough = new AbortController();
   const devUi = config.apiKeys.length > 0 ? undefined : findAdkDevUi();
+  const registries = config.registry === undefined ? {} : await loadRegistries(config.registry);
   const {
     engine,
     served,
@@ -146,6 +162,7 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
     logger: terminalLogger(config.logLevel),
     engine: {
       apps: config.apps ?? exampleApps(config.gemini),
+      ...registries,
       database: { pglite: config.dataDir },
       queue: 'local',
       observer: stepMetrics.observer,

@@ -135,6 +135,10 @@ program
     '--port <n>',
     'port to listen on (default $PORT or 8080; 0: any free port); without AGENTLOOM_API_KEYS, on loopback only',
   )
+  .option(
+    '--registry <module>',
+    'a JS/TS module exporting `tools` and/or `models` that YAML apps (--apps PATH) name, e.g. a scripted model for a kagent ModelConfig',
+  )
   .option('--data <dir>', 'PGlite data directory, kept across restarts (default .agentloom/data)')
   .option(
     '--walkthrough',

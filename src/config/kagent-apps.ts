@@ -10,8 +10,9 @@
  *   `<parent>_<role>_<sequential|parallel|loop>` (role made an identifier, lower case) or, without a role,
  *   `<parent>_<index in subagents>_<type>`.
  * - `subagents[].agent` and `tools[]` of `type: Agent` offer that one Agent as an AgentTool; `tools[]` of
- *   `type: McpServer` name tools registered in code by `toolNames` (agentloom has no MCP client; the server
- *   name is not used).
+ *   `type: McpServer` offer the `toolNames` of the RemoteMCPServer or MCPServer manifest of that name in the path
+ *   (an McpToolset; `requireApproval` tools ask a human first, see kagent-mcp-servers.ts). Without such a
+ *   manifest, `toolNames` name tools registered in code.
  * - The root is the Agent annotated `agentloom.dev/root: "true"`, else the one Agent no other references. The
  *   app is named by the root's `agentloom.dev/app` annotation, else by its `metadata.name`.
  */
@@ -22,7 +23,10 @@ import { ParallelAgent } from '../agents/parallel-agent.js';
 import { SequentialAgent } from '../agents/sequential-agent.js';
 import { AgentloomError } from '../core/errors.js';
 import { AgentTool } from '../agents/agent-tool.js';
+import { McpToolset } from '../tools/mcp/mcp-toolset.js';
 import type { Tool } from '../tools/tool.js';
+import type { Toolset } from '../tools/toolset.js';
+import { McpServers } from './kagent-mcp-servers.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
 import { ModelConfigs } from './kagent-model-configs.js';
 import { APP_ANNOTATION, kagentAgentSchema, type KagentSubagent } from './kagent-schema.js';
@@ -51,6 +55,7 @@ function checkNames(
   data: unknown,
   registries: Registries,
   modelConfigs: ModelConfigs,
+  mcpServers: McpServers,
 ): ConfigProblem[] {
   const problems: ConfigProblem[] = [];
   const declarativePath = ['spec', 'declarative'];
@@ -67,12 +72,28 @@ function checkNames(
   }
   const tools = field(declarative, 'tools');
   (Array.isArray(tools) ? tools : []).forEach((tool, i) => {
-    const names = field(field(tool, 'mcpServer'), 'toolNames');
+    const server = field(tool, 'mcpServer');
+    const serverName = field(server, 'name');
+    const kind = field(server, 'kind');
+    // Tools of a server manifest of the path are the server's: what it lists is known when it is asked.
+    if (
+      typeof serverName === 'string' &&
+      mcpServers.find(serverName, typeof kind === 'string' ? kind : undefined)
+    )
+      return;
+    const names = field(server, 'toolNames');
     (Array.isArray(names) ? names : []).forEach((name, j) => {
       if (typeof name !== 'string') return;
       const problem = toolProblem(name, registries);
-      if (problem)
-        problems.push(source.problem([...declarativePath, 'tools', i, 'mcpServer', 'toolNames', j], problem));
+      if (problem) {
+        const servers = mcpServers.names();
+        const hint = ` (or add a RemoteMCPServer or MCPServer manifest named "${String(serverName)}"${
+          servers.length > 0 ? `; the path has ${servers.join(', ')}` : ''
+        })`;
+        problems.push(
+          source.problem([...declarativePath, 'tools', i, 'mcpServer', 'toolNames', j], `${problem}${hint}`),
+        );
+      }
     });
   });
   return problems;
@@ -86,6 +107,7 @@ class Builder {
     private readonly links: ManifestLinks,
     /** The model an Agent's `modelConfig` builds with. */
     private readonly modelFor: (modelConfig: string) => string,
+    private readonly mcpServers: McpServers,
   ) {}
 
   build(manifest: Manifest): BaseAgent {
@@ -93,9 +115,20 @@ class Builder {
     if (existing) return existing;
     const { spec } = manifest.data;
     const target = (name: string): BaseAgent => this.build(this.links.target(name));
-    const tools: (Tool | string)[] = [];
+    const tools: (Tool | Toolset | string)[] = [];
     for (const tool of spec.declarative.tools ?? []) {
-      if (tool.mcpServer) tools.push(...tool.mcpServer.toolNames);
+      const ref = tool.mcpServer;
+      const server = ref && this.mcpServers.find(ref.name, ref.kind);
+      if (ref && server?.options) {
+        tools.push(
+          new McpToolset({
+            ...server.options,
+            name: ref.name,
+            toolFilter: ref.toolNames,
+            ...(ref.requireApproval ? { requireConfirmation: ref.requireApproval } : {}),
+          }),
+        );
+      } else if (ref) tools.push(...ref.toolNames);
       if (tool.type === 'Agent' && tool.agent) tools.push(new AgentTool({ agent: target(tool.agent.name) }));
     }
     (spec.declarative.subagents ?? []).forEach((subagent, index) => {
@@ -143,8 +176,9 @@ export function readKagentApp(
   registries: Registries,
   where: string,
   modelConfigs: ModelConfigs = ModelConfigs.none,
+  mcpServers: McpServers = McpServers.none,
 ): { app?: DeclarativeApp; problems: ConfigProblem[] } {
-  const problems: ConfigProblem[] = [];
+  const problems: ConfigProblem[] = [...mcpServers.problems()];
   const manifests: Manifest[] = [];
   const invalid: InvalidManifest[] = [];
   for (const source of sources) {
@@ -164,7 +198,7 @@ export function readKagentApp(
   const links = linkManifests(manifests, invalid, where);
   problems.push(...links.problems);
   for (const { source, data } of [...manifests, ...invalid])
-    problems.push(...checkNames(source, data, registries, modelConfigs));
+    problems.push(...checkNames(source, data, registries, modelConfigs, mcpServers));
   // Generated workflow agent names must not collide with Agents or with each other.
   const names = new Map(manifests.map((m) => [m.ident, `Agent "${m.data.metadata.name}"`]));
   for (const manifest of manifests) {
@@ -189,7 +223,7 @@ export function readKagentApp(
     return { problems };
   }
   try {
-    const builder = new Builder(links, (name) => modelConfigs.modelFor(name, registries));
+    const builder = new Builder(links, (name) => modelConfigs.modelFor(name, registries), mcpServers);
     return { app: { name: appName, agent: builder.build(root) }, problems: [] };
   } catch (err) {
     // The checks above mirror the constructors; this is the safety net for one they missed.

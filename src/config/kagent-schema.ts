@@ -17,8 +17,9 @@ export const ROOT_ANNOTATION = 'agentloom.dev/root';
 export const APP_ANNOTATION = 'agentloom.dev/app';
 
 /**
- * Other kagent kinds a folder may hold. ModelConfigs declare the models Agents name (kagent-model-configs.ts); the
- * others are skipped (tools come from the registries).
+ * Other kagent kinds a folder may hold. ModelConfigs declare the models Agents name (kagent-model-configs.ts),
+ * RemoteMCPServers and MCPServers the MCP servers their tools come from (kagent-mcp-servers.ts); the others are
+ * skipped.
  */
 export const SKIPPED_KINDS: readonly string[] = [
   'ModelConfig',
@@ -129,18 +130,38 @@ const toolSchema = z
     mcpServer: z
       .strictObject({
         name: z.string({ error: 'write name: <MCP server name>' }),
-        kind: z.string().optional(),
+        kind: z
+          .enum(['RemoteMCPServer', 'MCPServer'], {
+            error: 'write kind: RemoteMCPServer or kind: MCPServer',
+          })
+          .optional(),
         apiGroup: z.string().optional(),
+        namespace: z.string().optional(),
         toolNames: z
           .array(z.string({ error: 'write a tool name as text' }), {
-            error: 'write toolNames as a list of tool names registered in code, e.g. toolNames: [search]',
+            error: "write toolNames as a list of the server's tool names, e.g. toolNames: [search]",
           })
           .min(1, 'list at least one tool name, e.g. toolNames: [search]'),
+        requireApproval: z
+          .array(z.string({ error: 'write a tool name as text' }), {
+            error:
+              'write requireApproval as a list of tool names of toolNames, e.g. requireApproval: [publish]',
+          })
+          .optional(),
       })
       .optional(),
     agent: agentReference.optional(),
   })
   .superRefine((tool, ctx) => {
+    tool.mcpServer?.requireApproval?.forEach((name, i) => {
+      if (!tool.mcpServer?.toolNames.includes(name)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['mcpServer', 'requireApproval', i],
+          message: `"${name}" is not in toolNames (${tool.mcpServer?.toolNames.join(', ')}): requireApproval lists tools of toolNames`,
+        });
+      }
+    });
     if (tool.type === 'McpServer' && !tool.mcpServer) {
       ctx.addIssue({
         code: 'custom',

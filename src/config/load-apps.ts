@@ -2,8 +2,9 @@
  * Declarative apps from YAML: a file, or a folder of `.yaml` / `.yml` files (not its subfolders). Each document
  * is either an agentloom app (`app:`, `agents:`; one app per document) or a kagent `Agent` manifest; all
  * kagent Agents of the path together form one app (see kagent-apps.ts for its root and name), with the
- * ModelConfig manifests of the path declaring the models they name (kagent-model-configs.ts). Other kagent kinds
- * (RemoteMCPServer, …) are skipped: tools come from the registries.
+ * ModelConfig manifests of the path declaring the models they name (kagent-model-configs.ts) and its
+ * RemoteMCPServer / MCPServer manifests the MCP servers of their tools (kagent-mcp-servers.ts). Other kagent kinds
+ * (ToolServer, Memory) are skipped.
  *
  * Checking and loading are one code path ({@link checkAppsYaml}): `agentloom validate PATH` runs it with the names
  * `dev` / `worker --apps PATH` would have, so what passes one loads in the other and what fails there fails here.
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { LineCounter, parseAllDocuments } from 'yaml';
 import { AgentloomError } from '../core/errors.js';
 import { readKagentApp } from './kagent-apps.js';
+import { MCP_SERVER_KINDS, McpServers } from './kagent-mcp-servers.js';
 import { ModelConfigs } from './kagent-model-configs.js';
 import { SKIPPED_KINDS } from './kagent-schema.js';
 import { readNativeApp } from './native-apps.js';
@@ -80,6 +82,7 @@ interface FoundDocuments {
   native: YamlDocument[];
   kagent: YamlDocument[];
   modelConfigs: YamlDocument[];
+  mcpServers: YamlDocument[];
   problems: ConfigProblem[];
 }
 
@@ -112,6 +115,11 @@ function readFile(file: string, into: FoundDocuments): void {
       into.kagent.push(source);
     } else if (data.kind === 'ModelConfig' && String(data.apiVersion).startsWith('kagent.dev/')) {
       into.modelConfigs.push(source);
+    } else if (
+      (MCP_SERVER_KINDS as readonly unknown[]).includes(data.kind) &&
+      String(data.apiVersion).startsWith('kagent.dev/')
+    ) {
+      into.mcpServers.push(source);
     } else if (!(
       typeof data.kind === 'string' &&
       SKIPPED_KINDS.includes(data.kind) &&
@@ -144,7 +152,7 @@ function readFile(file: string, into: FoundDocuments): void {
  * empty: nothing registered in code). Throws CONFIG when the path does not exist or a folder has no YAML files.
  */
 export async function checkAppsYaml(path: string, registries: Registries = {}): Promise<YamlAppsCheck> {
-  const found: FoundDocuments = { native: [], kagent: [], modelConfigs: [], problems: [] };
+  const found: FoundDocuments = { native: [], kagent: [], modelConfigs: [], mcpServers: [], problems: [] };
   for (const file of filesOf(path)) readFile(file, found);
   const problems = [...found.problems];
   const apps: { app: DeclarativeApp; source: YamlDocument }[] = [];
@@ -154,7 +162,13 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
     if (result.app) apps.push({ app: result.app, source });
   }
   if (found.kagent.length > 0) {
-    const result = readKagentApp(found.kagent, registries, path, ModelConfigs.read(found.modelConfigs));
+    const result = readKagentApp(
+      found.kagent,
+      registries,
+      path,
+      ModelConfigs.read(found.modelConfigs),
+      McpServers.read(found.mcpServers),
+    );
     problems.push(...result.problems);
     const first = found.kagent[0] as YamlDocument;
     if (result.app) apps.push({ app: result.app, source: first });

@@ -11,7 +11,9 @@ import { ParallelAgent } from '../agents/parallel-agent.js';
 import { SequentialAgent } from '../agents/sequential-agent.js';
 import { AgentloomError } from '../core/errors.js';
 import { AgentTool } from '../agents/agent-tool.js';
+import { McpToolset } from '../tools/mcp/mcp-toolset.js';
 import type { Tool } from '../tools/tool.js';
+import type { Toolset } from '../tools/toolset.js';
 import { appDocumentSchema, type LlmAgentData } from './native-schema.js';
 import { SpecReader, type AgentRef, type AgentSpec } from './native-spec.js';
 import type { DeclarativeApp, Registries } from './registries.js';
@@ -159,12 +161,14 @@ class Builder {
         outputSchema: _o,
         ...options
       } = spec.data as LlmAgentData;
-      const tools: (Tool | string)[] | undefined =
+      const tools: (Tool | Toolset | string)[] | undefined =
         _tools &&
         spec.tools.map((t) =>
           t.kind === 'name'
             ? t.name
-            : new AgentTool({ agent: child(t.agent), skipSummarization: t.skipSummarization }),
+            : t.kind === 'mcp'
+              ? new McpToolset(t.options)
+              : new AgentTool({ agent: child(t.agent), skipSummarization: t.skipSummarization }),
         );
       agent = new LlmAgent(
         withoutUndefined<LlmAgentOptions>({

@@ -163,6 +163,79 @@ export const agentToolSchema = z.strictObject({
   skipSummarization: flag('skipSummarization'),
 });
 
+const names = (key: string) =>
+  z
+    .array(z.string({ error: `write ${key} as a list of tool names, e.g. ${key}: [search]` }), {
+      error: `write ${key} as a list of tool names, e.g. ${key}: [search]`,
+    })
+    .optional();
+const textMap = (key: string) =>
+  z
+    .record(z.string(), z.string({ error: `write each value of ${key} as text` }), {
+      error: `write ${key} as a mapping of names to text`,
+    })
+    .optional();
+
+/**
+ * A tool entry that offers an MCP server's tools (an McpToolset): `mcp: { url | command, … }`. A stdio server's
+ * command runs in the YAML file's folder unless `cwd` says otherwise.
+ */
+export const mcpToolSchema = z.strictObject({
+  mcp: z
+    .strictObject({
+      url: z
+        .url({ error: 'write url as the server address, e.g. url: http://127.0.0.1:3001/mcp' })
+        .optional(),
+      transport: z
+        .enum(['streamable-http', 'sse'], { error: 'write transport: streamable-http or transport: sse' })
+        .optional(),
+      headers: textMap('headers'),
+      command: z.string({ error: 'write command as text, e.g. command: npx' }).min(1).optional(),
+      args: z
+        .array(z.string({ error: 'write each of args as text' }), {
+          error: 'write args as a list, e.g. args: [server.js]',
+        })
+        .optional(),
+      env: textMap('env'),
+      cwd: z.string({ error: 'write cwd as a folder' }).optional(),
+      name: z.string({ error: 'write name as text, e.g. name: github' }).min(1).optional(),
+      prefix: z
+        .string({ error: 'write prefix as text, e.g. prefix: github' })
+        .regex(
+          /^[A-Za-z_][A-Za-z0-9_]{0,31}$/,
+          'write a prefix of letters, digits and _, e.g. prefix: github',
+        )
+        .optional(),
+      toolFilter: names('toolFilter'),
+      requireConfirmation: z
+        .union([z.boolean(), z.array(z.string())], {
+          error:
+            'write requireConfirmation: true, or a list of tool names, e.g. requireConfirmation: [publish]',
+        })
+        .optional(),
+      idempotent: names('idempotent'),
+      timeoutMs: milliseconds('timeoutMs', 30000),
+    })
+    .superRefine((mcp, ctx) => {
+      if ((mcp.url === undefined) === (mcp.command === undefined)) {
+        ctx.addIssue({
+          code: 'custom',
+          message:
+            'write either url: (an HTTP server, e.g. url: http://127.0.0.1:3001/mcp) or command: (a stdio server, e.g. command: npx)',
+        });
+      }
+      const http = ['transport', 'headers'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
+      const stdio = ['args', 'env', 'cwd'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
+      if (mcp.command !== undefined && http.length > 0)
+        ctx.addIssue({ code: 'custom', message: `${http.join(', ')} apply to url: servers; remove them` });
+      if (mcp.url !== undefined && stdio.length > 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `${stdio.join(', ')} apply to command: servers; remove them`,
+        });
+    }),
+});
+
 /** One document of the native format. */
 export const appDocumentSchema = z.strictObject({
   app: z

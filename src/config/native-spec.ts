@@ -4,11 +4,14 @@
  * collected with its exact YAML path. Nothing is constructed here (see native-apps.ts).
  */
 import type { z } from 'zod';
+import { dirname, resolve } from 'node:path';
+import type { McpToolsetOptions } from '../tools/mcp/mcp-toolset.js';
 import { zodFromJsonSchema } from './json-schema.js';
 import {
   AGENT_SCHEMAS,
   AGENT_TYPES,
   agentToolSchema,
+  mcpToolSchema,
   type AgentType,
   type LlmAgentData,
   type WorkflowAgentData,
@@ -25,6 +28,7 @@ export interface AgentRef {
 /** A tool entry: a tool name, or an agent offered as a tool. */
 export type ToolSpec =
   | { kind: 'name'; name: string; path: YamlPath }
+  | { kind: 'mcp'; options: McpToolsetOptions; path: YamlPath }
   | { kind: 'agent'; agent: AgentSpec | AgentRef; skipSummarization?: boolean; path: YamlPath };
 
 /** A validated agent definition, not yet constructed. */
@@ -181,9 +185,13 @@ export class SpecReader {
         return problem ? [] : [{ kind: 'name', name: entry, path: at }];
       }
       if (!isRecord(entry)) {
-        this.report(at, 'write a tool name (e.g. exit_loop) or { agent: <agent name or inline definition> }');
+        this.report(
+          at,
+          'write a tool name (e.g. exit_loop), { agent: <agent name or inline definition> } or { mcp: { url | command } }',
+        );
         return [];
       }
+      if ('mcp' in entry) return this.readMcp(entry, at);
       const parsed = agentToolSchema.safeParse(entry);
       if (!parsed.success) {
         this.problems.push(...this.source.zodProblems(at, agentToolSchema, parsed.error, 'an agent tool'));
@@ -196,5 +204,27 @@ export class SpecReader {
       if (!agent) return [];
       return [{ kind: 'agent', agent, skipSummarization: parsed.data.skipSummarization, path: at }];
     });
+  }
+
+  /** An `mcp:` entry as McpToolset options (a stdio server runs in the YAML file's folder by default). */
+  private readMcp(entry: Record<string, unknown>, at: YamlPath): ToolSpec[] {
+    const parsed = mcpToolSchema.safeParse(entry);
+    if (!parsed.success) {
+      this.problems.push(...this.source.zodProblems(at, mcpToolSchema, parsed.error, 'an MCP server'));
+      return [];
+    }
+    const { url, transport, headers, command, args, env, cwd, ...rest } = parsed.data.mcp;
+    const folder = dirname(resolve(this.source.file));
+    const connection =
+      url !== undefined
+        ? { url, ...(transport ? { transport } : {}), ...(headers ? { headers } : {}) }
+        : {
+            command: command as string,
+            ...(args ? { args } : {}),
+            ...(env ? { env } : {}),
+            cwd: cwd === undefined ? folder : resolve(folder, cwd),
+          };
+    const options = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
+    return [{ kind: 'mcp', options: { connection, ...options }, path: at }];
   }
 }

@@ -20,7 +20,7 @@ import { enqueueInvocation, type Enqueued, type EnqueueInput } from './enqueue.j
 import { followEvents, waitForSettled } from './follow.js';
 import { observeSteps } from './observer.js';
 import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
-import type { RegisteredApp } from './registry.js';
+import { toolsetsOf, type RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
 import { Scheduler } from './scheduler.js';
 import { schedulerDeps } from './scheduler-deps.js';
@@ -330,6 +330,8 @@ export class Engine {
     if (this.closed) return;
     this.closed = true;
     await this.stopWorkerNow(options.abrupt ?? false);
+    // MCP connections and stdio servers' processes: after the steps that used them stopped.
+    await Promise.all(toolsetsOf(this.apps.values()).map((toolset) => toolset.close()));
     await this.queue.close();
     await this.bus.close();
     await this.store.close();

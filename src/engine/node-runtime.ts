@@ -25,7 +25,9 @@ import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
 import { applyToState } from '../store/state.js';
 import { exitLoop } from '../tools/exit-loop.js';
+import type { Logger } from 'pino';
 import type { Tool } from '../tools/tool.js';
+import type { Toolset } from '../tools/toolset.js';
 
 /** What the runtime needs from the engine. */
 export interface NodeRuntimeDeps {
@@ -40,6 +42,8 @@ export interface NodeRuntimeDeps {
   observeModel?: (model: Model) => Model;
   /** Wraps a tool instance an agent holds (not one registered by name) so its calls are observed. */
   observeTool?: (tool: Tool) => Tool;
+  /** Where toolsets log (their servers' stderr, lost connections). */
+  logger?: Logger;
 }
 
 /**
@@ -314,6 +318,11 @@ export class EngineNodeRuntime implements NodeRuntime {
       );
     }
     return tool;
+  }
+
+  async resolveToolset(toolset: Toolset): Promise<Tool[]> {
+    const tools = await toolset.tools({ logger: this.deps.logger, signal: this.signal });
+    return tools.map((tool) => this.deps.observeTool?.(tool) ?? tool);
   }
 
   async runChild(agentName: string, options: { segment: string; branch?: string }): Promise<ChildOutcome> {

@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { BaseAgent } from '../agents/base-agent.js';
 import { LlmAgent } from '../agents/llm-agent.js';
 import { AgentloomError } from '../core/errors.js';
+import type { Toolset } from '../tools/toolset.js';
 
 /** One app: a name and its root agent. */
 export interface AppDefinition {
@@ -70,4 +71,15 @@ export function registerApps(apps: readonly AppDefinition[]): Map<string, Regist
     registry.set(app.name, { name: app.name, root: app.agent, agents, definitionHash });
   }
   return registry;
+}
+
+/** The toolsets the apps' LLM agents hold (each once), to close with the engine. */
+export function toolsetsOf(apps: Iterable<RegisteredApp>): Toolset[] {
+  const found = new Set<Toolset>();
+  for (const app of apps) {
+    for (const agent of app.agents.values()) {
+      if (agent instanceof LlmAgent) for (const toolset of agent.toolsets) found.add(toolset);
+    }
+  }
+  return [...found];
 }

@@ -51,6 +51,11 @@ export interface ToolContext {
   requestConfirmation(request?: { hint?: string; payload?: unknown }): void;
   /** Aborted when the invocation is cancelled. */
   readonly signal: AbortSignal;
+  /**
+   * Tells live listeners how far the call got: a partial event (streamed, never stored) carrying a function
+   * response `{progress, total?, message?}` for this call. An MCP server's progress notifications arrive here.
+   */
+  reportProgress(progress: { progress: number; total?: number; message?: string }): void;
   saveArtifact(name: string, artifact: { mime: string; data: Uint8Array | string }): Promise<number>;
   loadArtifact(
     name: string,

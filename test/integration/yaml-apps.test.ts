@@ -13,6 +13,7 @@ import {
   type ScriptedTurn,
 } from '../../src/index.js';
 import { backends, engineOn } from '../support/engines.js';
+import { kagentExample } from '../support/kagent-example.js';
 
 async function runToEnd(engine: Engine, app: string, input: string) {
   const { invocationId, sessionId } = await engine.enqueue({ app, userId: 'u1', input });
@@ -104,7 +105,9 @@ describe('declarative apps on the embedded engine', () => {
       },
     });
     const models = { 'default-model-config': model };
-    const loaded = await loadAppsFromYaml('examples/kagent', { tools: {}, models });
+    // Its Agents' MCP servers running here (the scripts below call none of their tools).
+    const example = await kagentExample();
+    const loaded = await loadAppsFromYaml(example.dir, { tools: {}, models });
     const engine = await engineOn(backend, { apps: loaded.apps, models, tools: {} });
     try {
       const { result, events } = await runToEnd(engine, 'code-development-pipeline', 'write fib');
@@ -124,6 +127,7 @@ describe('declarative apps on the embedded engine', () => {
       expect(answer?.functionResponse?.response).toEqual({ result: 'def fib(n): memoised' });
     } finally {
       await engine.close();
+      await example.close();
     }
   });
 });

@@ -18,6 +18,7 @@ import {
   exitLoop,
   LlmAgent,
   LoopAgent,
+  McpToolset,
   ParallelAgent,
   registerApps,
   ScriptedModel,
@@ -86,11 +87,38 @@ describe('kagent manifests', () => {
     ]);
     const writer = workflow.subAgents[0] as LlmAgent;
     expect(writer.options).toMatchObject({
-      instruction: 'Write the code the user asks for.',
+      instruction: 'Write the code the user asks for, and save it as a note.',
       model: 'default-model-config',
       // The workflow's description of the step wins over the Agent's own.
       description: 'Generates initial code',
     });
+    // Their MCP tools: the MCPServer `notes` (stdio, save_note approved by a human) and the RemoteMCPServer
+    // `notes-http`.
+    expect((writer.options.tools as McpToolset[]).map((t) => t.definition())).toEqual([
+      {
+        mcp: {
+          name: 'notes',
+          connection: { command: 'node', args: ['../mcp/notes-server.mjs', '--stdio'], env: [] },
+          toolFilter: ['save_note', 'list_notes'],
+          prefix: null,
+          requireConfirmation: ['save_note'],
+          idempotent: [],
+          timeoutMs: 60_000,
+        },
+      },
+    ]);
+    const reviewer = workflow.subAgents[1] as LlmAgent;
+    expect((reviewer.options.tools as McpToolset[]).map((t) => t.definition())).toMatchObject([
+      {
+        mcp: {
+          name: 'notes-http',
+          connection: { url: 'http://127.0.0.1:3001/mcp', transport: 'streamable-http', headers: [] },
+          toolFilter: ['search_notes'],
+          requireConfirmation: false,
+          timeoutMs: 30_000,
+        },
+      },
+    ]);
     // kagent offers workflows with skip_summarization: the workflow's answer ends the parent's turn.
     expect(tool?.declaration().name).toBe(workflow.name);
     expect(registerApps(apps).get('code-development-pipeline')?.agents.size).toBe(5);
@@ -98,8 +126,26 @@ describe('kagent manifests', () => {
 
   it('has the definition hash of the same tree written in code', async () => {
     const { apps } = await loadAppsFromYaml('examples/kagent', registries);
-    const step = (name: string, instruction: string, description: string) =>
-      new LlmAgent({ name, instruction, description, model: 'default-model-config' });
+    const step = (name: string, instruction: string, description: string, tools?: McpToolset[]) =>
+      new LlmAgent({
+        name,
+        instruction,
+        description,
+        model: 'default-model-config',
+        ...(tools ? { tools } : {}),
+      });
+    const notes = new McpToolset({
+      name: 'notes',
+      connection: { command: 'node', args: ['../mcp/notes-server.mjs', '--stdio'], cwd: 'examples/kagent' },
+      toolFilter: ['save_note', 'list_notes'],
+      requireConfirmation: ['save_note'],
+    });
+    const notesHttp = new McpToolset({
+      name: 'notes-http',
+      connection: { url: 'http://127.0.0.1:3001/mcp' },
+      toolFilter: ['search_notes'],
+      timeoutMs: 30_000,
+    });
     const code = new LlmAgent({
       name: 'code_development_pipeline',
       model: 'default-model-config',
@@ -110,11 +156,17 @@ describe('kagent manifests', () => {
           agent: new SequentialAgent({
             name: 'code_development_pipeline_development_pipeline_sequential',
             subAgents: [
-              step('code_writer', 'Write the code the user asks for.', 'Generates initial code'),
+              step(
+                'code_writer',
+                'Write the code the user asks for, and save it as a note.',
+                'Generates initial code',
+                [notes],
+              ),
               step(
                 'code_reviewer',
-                'Review the code written so far and list its errors.',
+                'Review the code written so far and list its errors; search the notes for earlier reviews.',
                 'Reviews code for errors',
+                [notesHttp],
               ),
               step(
                 'code_refactorer',
@@ -243,8 +295,50 @@ spec:
       }),
     ).toEqual([
       'root.yaml:8:18: spec.declarative.modelConfig: unknown model "slow-model" (known: fast, default, default-model-config, Gemini ids such as gemini-2.5-flash); write modelConfig: <a Gemini id>, or register a model "slow-model" in code and name that module with validate --registry',
-      'root.yaml:11:62: spec.declarative.tools[0].mcpServer.toolNames[1]: unknown tool "serch" (known: exit_loop, search); did you mean "search"?',
+      'root.yaml:11:62: spec.declarative.tools[0].mcpServer.toolNames[1]: unknown tool "serch" (known: exit_loop, search); did you mean "search"? (or add a RemoteMCPServer or MCPServer manifest named "tools-server")',
       'root.yaml:15:28: spec.declarative.subagents[0].workflow.agents[0].name: no Agent named "code-writter" in D; did you mean "code-writer"? Or add a manifest with kind: Agent and metadata.name: code-writter',
+    ]);
+  });
+
+  it('reads RemoteMCPServer and MCPServer manifests, and reports requireApproval outside toolNames and bad servers', async () => {
+    expect(
+      await problems({
+        'root.yaml': `${agent(
+          'boss',
+          `    modelConfig: fast
+    tools:
+      - type: McpServer
+        mcpServer: { kind: RemoteMCPServer, name: remote, toolNames: [a, b], requireApproval: [b, c] }
+      - type: McpServer
+        mcpServer: { kind: MCPServer, name: local, toolNames: [x] }`,
+        )}`,
+        'servers.yaml': `apiVersion: kagent.dev/v1alpha2
+kind: RemoteMCPServer
+metadata: { name: remote }
+spec:
+  url: not a url
+  protocol: GRPC
+  timeout: soon
+  headersFrom:
+    - { name: Authorization, valueFrom: { type: Secret, name: tokens, key: AGENTLOOM_TEST_UNSET_TOKEN } }
+---
+apiVersion: kagent.dev/v1alpha1
+kind: MCPServer
+metadata: { name: local }
+spec:
+  transportType: http
+  deployment: { args: [1] }
+`,
+      }),
+    ).toEqual([
+      'root.yaml:11:99: spec.declarative.tools[0].mcpServer.requireApproval[1]: "c" is not in toolNames (a, b): requireApproval lists tools of toolNames',
+      'servers.yaml:5:8: spec.url: write url: the server address, e.g. url: http://127.0.0.1:3001/mcp',
+      'servers.yaml:6:13: spec.protocol: write protocol: STREAMABLE_HTTP or protocol: SSE',
+      'servers.yaml:7:12: spec.timeout: write timeout as a duration, e.g. timeout: 30s',
+      'servers.yaml:9:76: spec.headersFrom[0].valueFrom.key: the environment has no variable AGENTLOOM_TEST_UNSET_TOKEN (a valueFrom is read from the variable its key names): set it',
+      'servers.yaml:15:18: spec.transportType: agentloom runs a kmcp MCPServer with transportType: stdio; for an HTTP server write a RemoteMCPServer with its url',
+      'servers.yaml:16:15: spec.deployment.cmd: write deployment: { cmd: <command>, args: [...] }, e.g. cmd: npx',
+      'servers.yaml:16:23: spec.deployment.args: write args as a list of text, e.g. args: [server.js]',
     ]);
   });
 

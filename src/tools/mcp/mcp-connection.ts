@@ -1,0 +1,143 @@
+/**
+ * One MCP client connection of a toolset, in this process: opened on first use (a stdio server's child process,
+ * or a Streamable HTTP / SSE session), opened again after it closed (the child died, the server went away), and
+ * closed with the toolset. Opening is retried: nothing has been sent yet, so a retry cannot repeat an effect.
+ * What the server sends of its own accord is routed to the toolset (its tool list changed) or the log (stderr).
+ */
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from 'pino';
+import { AgentloomError } from '../../core/errors.js';
+
+/** A server started as a child process, spoken to over its stdin and stdout. */
+export interface McpStdioConnection {
+  command: string;
+  args?: string[];
+  /** Added to the default environment MCP gives a server (PATH, HOME, …); not the whole of this process's. */
+  env?: Record<string, string>;
+  cwd?: string;
+}
+
+/** A server reached over HTTP: Streamable HTTP (default) or the legacy HTTP+SSE transport. */
+export interface McpHttpConnection {
+  url: string;
+  headers?: Record<string, string>;
+  transport?: 'streamable-http' | 'sse';
+}
+
+/** Where an MCP server is. */
+export type McpConnectionOptions = McpStdioConnection | McpHttpConnection;
+
+/** How many times opening a connection is tried before the call fails. */
+const OPEN_ATTEMPTS = 3;
+const OPEN_BACKOFF_MS = 250;
+
+/** The client name and version agentloom introduces itself with. */
+const CLIENT_INFO = { name: 'agentloom', version: '1' };
+
+/** Describes a server for messages: its URL or its command line. */
+export function describeServer(connection: McpConnectionOptions): string {
+  return 'url' in connection ? connection.url : [connection.command, ...(connection.args ?? [])].join(' ');
+}
+
+/** A lazily opened, reopened-when-lost client (see the file's comment). */
+export class McpConnection {
+  private opening: Promise<Client> | undefined;
+  /** The client opened last: only its closing forgets the connection. */
+  private current: Client | undefined;
+
+  constructor(
+    /** The toolset's name, in logs and errors. */
+    private readonly name: string,
+    private readonly connection: McpConnectionOptions,
+    private readonly options: { openTimeoutMs: number; onToolListChanged: () => void },
+  ) {}
+
+  /** The open client, opening it first if needed. */
+  client(logger: Logger | undefined): Promise<Client> {
+    this.opening ??= this.open(logger).catch((err: unknown) => {
+      this.opening = undefined;
+      throw err;
+    });
+    return this.opening;
+  }
+
+  /** Closes the client (and a stdio server's process); the next call opens a new one. */
+  async close(): Promise<void> {
+    const opening = this.opening;
+    this.opening = undefined;
+    this.current = undefined;
+    const client = await opening?.catch(() => undefined);
+    await client?.close().catch(() => undefined);
+  }
+
+  private async open(logger: Logger | undefined): Promise<Client> {
+    let last: unknown;
+    for (let attempt = 1; attempt <= OPEN_ATTEMPTS; attempt++) {
+      const client = new Client(CLIENT_INFO, { capabilities: {} });
+      client.onclose = () => {
+        // A lost connection (a stdio server that died): the next call opens a new one.
+        if (this.current !== client) return;
+        this.current = undefined;
+        this.opening = undefined;
+        logger?.info({ mcpServer: this.name }, 'MCP connection closed');
+      };
+      client.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+        this.options.onToolListChanged();
+      });
+      try {
+        this.current = client;
+        await client.connect(this.transport(logger), { timeout: this.options.openTimeoutMs });
+        return client;
+      } catch (err) {
+        last = err;
+        this.current = undefined;
+        await client.close().catch(() => undefined);
+        logger?.warn(
+          { mcpServer: this.name, attempt, err },
+          `MCP server "${this.name}" could not be reached (attempt ${attempt} of ${OPEN_ATTEMPTS})`,
+        );
+        if (attempt < OPEN_ATTEMPTS) await new Promise((done) => setTimeout(done, OPEN_BACKOFF_MS * attempt));
+      }
+    }
+    throw new AgentloomError(
+      'TOOL_ERROR',
+      `MCP server "${this.name}" (${describeServer(this.connection)}) could not be reached: ${
+        last instanceof Error ? last.message : String(last)
+      }`,
+      { retryable: true, details: { mcpServer: this.name }, cause: last },
+    );
+  }
+
+  private transport(logger: Logger | undefined): Transport {
+    const { connection } = this;
+    if ('url' in connection) {
+      const url = new URL(connection.url);
+      const requestInit = connection.headers ? { headers: connection.headers } : undefined;
+      return connection.transport === 'sse'
+        ? new SSEClientTransport(url, requestInit ? { requestInit } : {})
+        : new StreamableHTTPClientTransport(url, requestInit ? { requestInit } : {});
+    }
+    const transport = new StdioClientTransport({
+      command: connection.command,
+      args: connection.args ?? [],
+      env: { ...getDefaultEnvironment(), ...connection.env },
+      ...(connection.cwd !== undefined ? { cwd: connection.cwd } : {}),
+      stderr: 'pipe',
+    });
+    // The server's stderr goes to the log, a line each.
+    const stderr = transport.stderr as Readable | null;
+    if (stderr) {
+      createInterface({ input: stderr }).on('line', (line) =>
+        logger?.info({ mcpServer: this.name, stderr: line }, 'MCP server stderr'),
+      );
+    }
+    return transport;
+  }
+}

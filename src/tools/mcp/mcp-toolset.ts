@@ -1,0 +1,311 @@
+/**
+ * McpToolset: the tools of an MCP server offered to an LlmAgent, the durable way. A `tools/call` is a network side
+ * effect, so each call goes through the engine's tool-call journal like any tool: its response (the result's
+ * `content`, `structuredContent` and `isError`) is stored before the run goes on and never asked for again, and
+ * a tool not listed `idempotent` is `unsafe` — a call whose response was not stored when its worker died becomes
+ * an in-doubt pause for a human, never a blind re-send. Every call carries the call's idempotency key in
+ * `_meta["dev.agentloom/idempotencyKey"]` so a server can deduplicate a re-send it was told is safe. No call that
+ * may have reached the server is retried automatically; opening the connection is (nothing was sent yet).
+ *
+ * The tool list is asked once per connection and cached in this process: refreshed when the server says it
+ * changed (`notifications/tools/list_changed`) or after `listTtlMs`, never on every model call. The app's
+ * definition hash covers this configuration, not what the server lists.
+ */
+import { z } from 'zod';
+import type { Logger } from 'pino';
+import { withDeadline } from '../../core/deadline.js';
+import { AgentloomError } from '../../core/errors.js';
+import { zodIssues } from '../../core/validation.js';
+import type { ToolDeclaration } from '../../models/model.js';
+import type { SideEffects, Tool, ToolContext } from '../tool.js';
+import type { Toolset, ToolsetContext } from '../toolset.js';
+import { describeServer, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
+
+/** The `_meta` key of a call's idempotency key. */
+export const IDEMPOTENCY_META_KEY = 'dev.agentloom/idempotencyKey';
+
+/** Options of {@link McpToolset}. */
+export interface McpToolsetOptions {
+  /** `{ command, args?, env?, cwd? }` (stdio) or `{ url, headers?, transport? }` (Streamable HTTP, or 'sse'). */
+  connection: McpConnectionOptions;
+  /** Names it in logs and errors. Default: the prefix, else the server's command or host. */
+  name?: string;
+  /** The server's tool names to offer (default all). */
+  toolFilter?: string[];
+  /** Offered as `<prefix>_<name>`. */
+  prefix?: string;
+  /** `true` (every tool) or tool names (the server's): a human confirms each call first. */
+  requireConfirmation?: boolean | string[];
+  /** Tool names (the server's) safe to send again after a crash; every other tool is unsafe. */
+  idempotent?: string[];
+  /** Longest one call may take (ms); past it the model gets a clear error. Default 60 000. */
+  timeoutMs?: number;
+  /** How long a listed set of tools is trusted (ms) before it is asked again. Default 300 000. */
+  listTtlMs?: number;
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
+const names = z.array(z.string().min(1, 'a tool name is not empty')).optional();
+
+const optionsSchema = z.object({
+  connection: z.union(
+    [
+      z.strictObject({
+        command: z.string().min(1, 'name the command that starts the server'),
+        args: z.array(z.string()).optional(),
+        env: z.record(z.string(), z.string()).optional(),
+        cwd: z.string().optional(),
+      }),
+      z.strictObject({
+        url: z.url({ error: 'write the server URL, e.g. "http://127.0.0.1:3001/mcp"' }),
+        headers: z.record(z.string(), z.string()).optional(),
+        transport: z.enum(['streamable-http', 'sse']).optional(),
+      }),
+    ],
+    { error: 'write connection as { command, args? } (stdio) or { url, headers? } (HTTP)' },
+  ),
+  name: z.string().min(1).optional(),
+  toolFilter: names,
+  prefix: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,31}$/, 'use letters, digits and _ (e.g. "github")')
+    .optional(),
+  requireConfirmation: z.union([z.boolean(), z.array(z.string().min(1))]).optional(),
+  idempotent: names,
+  timeoutMs: z.number().int().positive().optional(),
+  listTtlMs: z.number().int().positive().optional(),
+});
+
+/** A tool of an MCP server as the server lists it. */
+interface ListedTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The response a call's result is stored as. */
+function responseOf(result: Record<string, unknown>): Record<string, unknown> {
+  return {
+    content: result.content ?? [],
+    ...(result.structuredContent !== undefined ? { structuredContent: result.structuredContent } : {}),
+    isError: result.isError === true,
+  };
+}
+
+/** The tools of an MCP server (see the file's comment). */
+export class McpToolset implements Toolset {
+  readonly isToolset = true as const;
+  readonly name: string;
+  private readonly options: McpToolsetOptions;
+  private readonly connection: McpConnection;
+  private listed: { at: number; tools: Tool[] } | undefined;
+  private listing: Promise<Tool[]> | undefined;
+
+  constructor(options: McpToolsetOptions) {
+    const parsed = optionsSchema.safeParse(options);
+    if (!parsed.success) {
+      throw new AgentloomError('VALIDATION', `McpToolset: ${zodIssues(parsed.error)}`, {
+        details: { field: String(parsed.error.issues[0]?.path[0] ?? 'connection') },
+      });
+    }
+    this.options = options;
+    this.name = options.name ?? options.prefix ?? serverName(options.connection);
+    this.connection = new McpConnection(this.name, options.connection, {
+      openTimeoutMs: Math.min(this.timeoutMs, 30_000),
+      onToolListChanged: () => {
+        this.listed = undefined;
+      },
+    });
+  }
+
+  /** Longest one call may take (ms). */
+  get timeoutMs(): number {
+    return this.options.timeoutMs ?? 60_000;
+  }
+
+  async tools(ctx: ToolsetContext): Promise<Tool[]> {
+    const ttl = this.options.listTtlMs ?? 300_000;
+    if (this.listed && Date.now() - this.listed.at < ttl) return this.listed.tools;
+    this.listing ??= this.list(ctx.logger).finally(() => {
+      this.listing = undefined;
+    });
+    return this.listing;
+  }
+
+  definition(): Record<string, unknown> {
+    const { connection } = this.options;
+    return {
+      mcp: {
+        name: this.name,
+        // Header values and environment values may be secrets: their names only.
+        connection:
+          'url' in connection
+            ? {
+                url: connection.url,
+                transport: connection.transport ?? 'streamable-http',
+                headers: Object.keys(connection.headers ?? {}).sort(),
+              }
+            : {
+                // Not the folder it runs in: that is where this machine keeps the app, not what the app is.
+                command: connection.command,
+                args: connection.args ?? [],
+                env: Object.keys(connection.env ?? {}).sort(),
+              },
+        toolFilter: this.options.toolFilter ?? null,
+        prefix: this.options.prefix ?? null,
+        requireConfirmation: this.options.requireConfirmation ?? false,
+        idempotent: this.options.idempotent ?? [],
+        timeoutMs: this.timeoutMs,
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    this.listed = undefined;
+    await this.connection.close();
+  }
+
+  private async list(logger: Logger | undefined): Promise<Tool[]> {
+    const client = await this.connection.client(logger);
+    const listed: ListedTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
+      listed.push(...(page.tools as ListedTool[]));
+      cursor = page.nextCursor;
+    } while (cursor);
+    const filter = this.options.toolFilter && new Set(this.options.toolFilter);
+    const tools: Tool[] = [];
+    for (const tool of listed) {
+      if (filter && !filter.has(tool.name)) continue;
+      const exposed = this.options.prefix ? `${this.options.prefix}_${tool.name}` : tool.name;
+      if (!NAME.test(exposed)) {
+        logger?.warn(
+          { mcpServer: this.name, tool: tool.name },
+          `MCP server "${this.name}": tool "${tool.name}" is not offered: a model's function name is letters, digits, _ . - (at most 64)`,
+        );
+        continue;
+      }
+      tools.push(new McpTool(this, tool, exposed, logger));
+    }
+    if (filter) {
+      const missing = [...filter].filter((name) => !listed.some((t) => t.name === name));
+      if (missing.length > 0) {
+        logger?.warn(
+          { mcpServer: this.name, missing },
+          `MCP server "${this.name}" lists no tool ${missing.map((m) => `"${m}"`).join(', ')} of toolFilter`,
+        );
+      }
+    }
+    tools.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    this.listed = { at: Date.now(), tools };
+    return tools;
+  }
+
+  /** Whether a call of the server's tool `name` needs a human's confirmation. */
+  confirms(name: string): boolean {
+    const { requireConfirmation } = this.options;
+    return Array.isArray(requireConfirmation)
+      ? requireConfirmation.includes(name)
+      : requireConfirmation === true;
+  }
+
+  /** Whether the server's tool `name` may be sent again after a crash. */
+  sideEffectsOf(name: string): SideEffects {
+    return this.options.idempotent?.includes(name) ? 'idempotent' : 'unsafe';
+  }
+
+  /** Calls the server's tool `name` (opening the connection if needed): the result, or an error. */
+  async call(
+    name: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    logger: Logger | undefined,
+  ): Promise<Record<string, unknown>> {
+    const client = await this.connection.client(logger);
+    const timeoutMs = this.timeoutMs;
+    try {
+      const result = await withDeadline(
+        (signal) =>
+          client.callTool(
+            { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
+            undefined,
+            // The SDK's own timeout a little later: ours names the server and the tool.
+            {
+              signal,
+              timeout: timeoutMs + 5_000,
+              onprogress: ({ progress, total, message }) =>
+                ctx.reportProgress({
+                  progress,
+                  ...(total !== undefined ? { total } : {}),
+                  ...(message !== undefined ? { message } : {}),
+                }),
+            },
+          ),
+        {
+          parent: ctx.signal,
+          timeoutMs,
+          error: () =>
+            new AgentloomError(
+              'TIMEOUT',
+              `MCP server "${this.name}" did not answer tool "${name}" within ${timeoutMs} ms; raise timeoutMs on the McpToolset if it needs longer`,
+              { details: { mcpServer: this.name, tool: name, timeoutMs } },
+            ),
+        },
+      );
+      return responseOf(result as Record<string, unknown>);
+    } catch (err) {
+      if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+      logger?.warn({ mcpServer: this.name, tool: name, err }, `MCP call of "${name}" failed`);
+      if (err instanceof AgentloomError) throw err;
+      throw new AgentloomError(
+        'TOOL_ERROR',
+        `MCP server "${this.name}" failed tool "${name}": ${err instanceof Error ? err.message : String(err)}`,
+        { details: { mcpServer: this.name, tool: name }, cause: err },
+      );
+    }
+  }
+}
+
+/** One tool of an MCP server, as the model sees it. */
+class McpTool implements Tool {
+  readonly isLongRunning = false;
+  readonly sideEffects: SideEffects;
+  readonly description: string;
+
+  constructor(
+    private readonly toolset: McpToolset,
+    private readonly listed: ListedTool,
+    readonly name: string,
+    private readonly logger: Logger | undefined,
+  ) {
+    this.description = listed.description ?? '';
+    this.sideEffects = toolset.sideEffectsOf(listed.name);
+  }
+
+  declaration(): ToolDeclaration {
+    const { $schema: _schema, ...parameters } = this.listed.inputSchema;
+    return { name: this.name, description: this.description, parameters };
+  }
+
+  requiresConfirmation(): boolean {
+    return this.toolset.confirms(this.listed.name);
+  }
+
+  run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
+    return this.toolset.call(this.listed.name, args, ctx, this.logger);
+  }
+}
+
+/** A name for a server without one: its command's base name, or its host. */
+function serverName(connection: McpConnectionOptions): string {
+  if ('url' in connection) {
+    try {
+      return new URL(connection.url).host;
+    } catch {
+      return connection.url;
+    }
+  }
+  const base = describeServer({ command: connection.command }).split('/').pop();
+  return base || connection.command;
+}

@@ -1,0 +1,135 @@
+/**
+ * An MCP call open when its worker is SIGKILLed (issue 20, durability), with real `agentloom worker` processes on
+ * PostgreSQL and Redis and a real MCP server process (test/fixtures/mcp-server.ts over Streamable HTTP) whose call
+ * log says what it saw:
+ *
+ * - unsafe (the default): the next worker does not send the call again; the run pauses with an in-doubt call, and
+ *   answering it resumes the run — the server saw the call once;
+ * - listed `idempotent`: the next worker sends it again with the same idempotency key in `_meta`, and the run
+ *   completes by itself.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine, IDEMPOTENCY_META_KEY, type AppDefinition } from '../../../src/index.js';
+import { REPO } from '../../support/cli.js';
+import { Cluster } from '../../support/cluster.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services.js';
+import { waitFor } from '../../support/wait-for.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'agentloom-mcp-crash-'));
+const log = join(dir, 'calls.jsonl');
+const server = spawn(
+  process.execPath,
+  ['--import', 'tsx', join(REPO, 'test/fixtures/mcp-server.ts'), '--http', '0'],
+  {
+    cwd: REPO,
+    env: { ...process.env, MCP_CALL_LOG: log },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  },
+);
+let out = '';
+server.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+const port = await waitFor(() => /listening (\d+)/.exec(out)?.[1], {
+  timeoutMs: 60_000,
+  what: 'the MCP test server to listen',
+});
+// The workers inherit it, and the apps module reads it when the producer engine below imports it.
+process.env.AGENTLOOM_E2E_MCP_URL = `http://127.0.0.1:${port}/mcp`;
+const APPS_MODULE = join(REPO, 'test/e2e/fixtures/mcp-apps.ts');
+const { apps } = (await import(APPS_MODULE)) as { apps: AppDefinition[] };
+
+const options = {
+  databaseUrl: await createTestDatabase(),
+  redisUrl: testRedisUrl(),
+  prefix: testQueuePrefix(),
+  leaseMs: 2_000,
+  appsModule: APPS_MODULE,
+};
+const engine = await createEngine({
+  apps,
+  database: options.databaseUrl,
+  queue: { redis: options.redisUrl, prefix: options.prefix },
+  worker: false,
+  leaseMs: options.leaseMs,
+  logger: pino({ level: 'error' }),
+});
+
+afterAll(async () => {
+  await engine.close();
+  server.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface LoggedCall {
+  tool: string;
+  args: { key?: string };
+  meta?: Record<string, unknown>;
+  end: string;
+}
+
+/** The calls of `block` the server saw start for `key`. */
+function started(key: string): LoggedCall[] {
+  if (!existsSync(log)) return [];
+  return readFileSync(log, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as LoggedCall)
+    .filter((c) => c.tool === 'block' && c.args.key === key && c.end === 'started');
+}
+
+/** Enqueues a run of `app` tagged `run` (the key its call blocks on); waits until the call reached the server. */
+async function runUntilCallOpen(app: string, run: string): Promise<string> {
+  const { invocationId } = await engine.enqueue({ app, userId: 'e2e', input: 'go', stateDelta: { run } });
+  await waitFor(() => started(run).length > 0 || undefined, {
+    timeoutMs: 90_000,
+    what: `the call of ${run} to reach the MCP server`,
+  });
+  return invocationId;
+}
+
+describe('an MCP call open when its worker is SIGKILLed', () => {
+  it('unsafe: pauses in doubt instead of sending it again; answered, the run completes; the server saw it once', async () => {
+    const cluster = new Cluster(options);
+    const [first] = await cluster.start(1);
+    const id = await runUntilCallOpen('mcp_unsafe', 'unsafe-1');
+    await first?.kill();
+    await cluster.start(1);
+    const paused = await engine.wait(id, { timeoutMs: 90_000 });
+    expect(paused.status).toBe('paused');
+    expect(paused.pending).toMatchObject([{ kind: 'in_doubt', name: 'block', args: { key: 'unsafe-1' } }]);
+    expect(started('unsafe-1')).toHaveLength(1);
+
+    await engine.respond({
+      invocationId: id,
+      functionResponses: [
+        { id: paused.pending[0]!.callId, response: { action: 'skip', result: { checked: 'by hand' } } },
+      ],
+    });
+    const done = await engine.wait(id, { timeoutMs: 90_000 });
+    expect(done.status).toBe('completed');
+    expect(done.output).toBe('got {"checked":"by hand"}');
+    expect(started('unsafe-1')).toHaveLength(1);
+  });
+
+  it('idempotent: the next worker sends it again with the same key, and the run completes', async () => {
+    const cluster = new Cluster(options);
+    const [first] = await cluster.start(1);
+    const id = await runUntilCallOpen('mcp_idempotent', 'idem-1');
+    await first?.kill();
+    // The call sent again is answered at once.
+    writeFileSync(`${log}.release-idem-1`, '');
+    await cluster.start(1);
+    const done = await engine.wait(id, { timeoutMs: 90_000 });
+    expect(done.status).toBe('completed');
+    expect(done.output).toContain('released idem-1');
+    const calls = started('idem-1');
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    const keys = new Set(calls.map((c) => c.meta?.[IDEMPOTENCY_META_KEY]));
+    expect(keys.size).toBe(1);
+    expect([...keys][0]).toMatch(new RegExp(`^${id}:`));
+  });
+});

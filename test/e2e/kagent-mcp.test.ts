@@ -1,0 +1,121 @@
+/**
+ * examples/kagent's MCP tools through `agentloom dev` (issue 20, acceptance 3): `dev --apps <the example> --registry
+ * examples/kagent/scripted-models.ts` (a scripted model under the manifests' modelConfig name) runs the pipeline;
+ * the writer's `save_note` on the kmcp MCPServer `notes` (stdio, a child process of dev) waits for a human's
+ * approval, given through the HTTP API; the reviewer's `search_notes` on the RemoteMCPServer `notes-http`
+ * (Streamable HTTP, another process with its own notebook) answers; the run completes with the refactorer's answer.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort, ServerProcess } from '../support/cli.js';
+import { kagentExample } from '../support/kagent-example.js';
+import { waitFor } from '../support/wait-for.js';
+
+const data = mkdtempSync(join(tmpdir(), 'agentloom-kagent-mcp-'));
+let example: Awaited<ReturnType<typeof kagentExample>>;
+let dev: ServerProcess;
+let url: string;
+
+beforeAll(async () => {
+  example = await kagentExample();
+  const port = await freePort();
+  dev = new ServerProcess([
+    'dev',
+    '--port',
+    String(port),
+    '--apps',
+    example.dir,
+    '--registry',
+    'examples/kagent/scripted-models.ts',
+    '--data',
+    join(data, 'pglite'),
+  ]);
+  await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
+    timeoutMs: 170_000,
+    what: 'dev',
+  });
+  url = `http://127.0.0.1:${port}`;
+}, 240_000);
+
+afterAll(async () => {
+  dev?.child.kill('SIGTERM');
+  await dev?.exited;
+  await example?.close();
+  rmSync(data, { recursive: true, force: true });
+}, 60_000);
+
+async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${url}${path}`, {
+    method,
+    ...(body === undefined
+      ? {}
+      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  expect(response.ok, `${method} ${path}: ${response.status} ${text}`).toBe(true);
+  return JSON.parse(text) as T;
+}
+
+interface Invocation {
+  id: string;
+  status: string;
+  output: string | null;
+  pending: { callId: string; kind: string; name: string; args: Record<string, unknown> }[];
+}
+
+async function until(id: string, status: string): Promise<Invocation> {
+  return waitFor(
+    async () => {
+      const inv = await api<Invocation>('GET', `/v1/invocations/${id}`);
+      if (['failed', 'cancelled'].includes(inv.status))
+        throw new Error(`run ${inv.status}: ${JSON.stringify(inv)}`);
+      return inv.status === status ? inv : undefined;
+    },
+    { timeoutMs: 120_000, intervalMs: 200, what: `run ${id} to be ${status}` },
+  );
+}
+
+describe('examples/kagent MCP tools under agentloom dev', () => {
+  it('runs the pipeline: save_note on the MCPServer (approved), then search_notes on the RemoteMCPServer', async () => {
+    const { invocationId } = await api<{ invocationId: string }>(
+      'POST',
+      '/v1/apps/code-development-pipeline/invocations',
+      { userId: 'ann', input: 'write fib' },
+    );
+    const paused = await until(invocationId, 'paused');
+    expect(paused.pending).toMatchObject([
+      { kind: 'confirmation', name: 'save_note', args: { title: 'fib' } },
+    ]);
+    await api('POST', `/v1/invocations/${invocationId}/confirmations/${paused.pending[0]!.callId}`, {
+      confirmed: true,
+    });
+    const done = await until(invocationId, 'completed');
+    expect(done.output).toContain('@cache');
+
+    const { events } = await api<{
+      events: {
+        content?: { parts?: { functionResponse?: { name: string; response: Record<string, unknown> } }[] };
+      }[];
+    }>('GET', `/v1/invocations/${invocationId}/events`);
+    const responses = events.flatMap((e) =>
+      (e.content?.parts ?? []).flatMap((p) => (p.functionResponse ? [p.functionResponse] : [])),
+    );
+    const saved = responses.filter((r) => r.name === 'save_note' && r.response.isError === false);
+    expect(saved).toEqual([
+      {
+        name: 'save_note',
+        id: expect.any(String),
+        response: {
+          content: [{ type: 'text', text: 'saved "fib" (1 notes)' }],
+          structuredContent: { saved: 1 },
+          isError: false,
+        },
+      },
+    ]);
+    // The HTTP server is another process with a notebook of its own: it answered, from its own notes.
+    const search = responses.find((r) => r.name === 'search_notes');
+    expect(search?.response).toEqual({ content: [{ type: 'text', text: 'nothing found' }], isError: false });
+  });
+});
