@@ -155,6 +155,16 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
   const found: FoundDocuments = { native: [], kagent: [], modelConfigs: [], mcpServers: [], problems: [] };
   for (const file of filesOf(path)) readFile(file, found);
   const problems = [...found.problems];
+  const servers = [...found.modelConfigs, ...found.mcpServers];
+  if (found.native.length === 0 && found.kagent.length === 0 && problems.length === 0 && servers.length > 0) {
+    // Only manifests that Agents use (ModelConfigs, MCP servers): no app to serve.
+    problems.push(
+      (servers[0] as YamlDocument).problem(
+        [],
+        `${path} defines no app: its ${[...new Set(servers.map((d) => String((d.data() as { kind?: unknown }).kind)))].join(' and ')} manifests are read with the kagent Agents of the same folder; give the folder, or add an Agent`,
+      ),
+    );
+  }
   const apps: { app: DeclarativeApp; source: YamlDocument }[] = [];
   for (const source of found.native) {
     const result = readNativeApp(source, registries);

@@ -70,7 +70,7 @@ describe('agentloom validate', () => {
       ],
       [
         'test/fixtures/yaml/kagent-unknown-tool.yaml',
-        'test/fixtures/yaml/kagent-unknown-tool.yaml:18:23: spec.declarative.tools[0].mcpServer.toolNames[0]: unknown tool "summon_dragon" (known: exit_loop); register it in code, createEngine({ tools: { summon_dragon: … } }), and name that module with validate --registry',
+        'test/fixtures/yaml/kagent-unknown-tool.yaml:18:23: spec.declarative.tools[0].mcpServer.toolNames[0]: unknown tool "summon_dragon" (known: exit_loop); register it in code, createEngine({ tools: { summon_dragon: … } }), and name that module with validate --registry (or add a RemoteMCPServer or MCPServer manifest named "lair")',
       ],
     ] as const;
     for (const [path, line] of cases) {
@@ -157,6 +157,7 @@ describe('validate PATH ⇔ dev --apps PATH ⇔ worker --apps PATH', () => {
         'examples/kagent',
         'examples/kagent/agents.yaml',
         'examples/kagent/pipeline.yaml',
+        'examples/kagent/mcp-servers.yaml',
       ]),
     );
   });
@@ -168,6 +169,7 @@ describe('validate PATH ⇔ dev --apps PATH ⇔ worker --apps PATH', () => {
     'examples/kagent': true,
     'examples/kagent/agents.yaml': false,
     'examples/kagent/pipeline.yaml': false,
+    'examples/kagent/mcp-servers.yaml': false,
     'test/fixtures/yaml/unknown-tool.yaml': false,
     'test/fixtures/yaml/unknown-model.yaml': false,
     'test/fixtures/yaml/kagent-unknown-tool.yaml': false,
