@@ -6,7 +6,9 @@
  * - unsafe (the default): the next worker does not send the call again; the run pauses with an in-doubt call, and
  *   answering it resumes the run — the server saw the call once;
  * - listed `idempotent`: the next worker sends it again with the same idempotency key in `_meta`, and the run
- *   completes by itself.
+ *   completes by itself;
+ * - chaos: 20 runs of three MCP calls each over three workers while a random one is SIGKILLed every ~2 s: every run
+ *   completes, every stored call reached the server, and none was sent after its response was stored.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -16,7 +18,7 @@ import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine, IDEMPOTENCY_META_KEY, type AppDefinition } from '../../../src/index.js';
 import { REPO } from '../../support/cli.js';
-import { Cluster } from '../../support/cluster.js';
+import { Cluster, startKiller, type Kill } from '../../support/cluster.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services.js';
 import { waitFor } from '../../support/wait-for.js';
 
@@ -40,7 +42,10 @@ const port = await waitFor(() => /listening (\d+)/.exec(out)?.[1], {
 // The workers inherit it, and the apps module reads it when the producer engine below imports it.
 process.env.AGENTLOOM_E2E_MCP_URL = `http://127.0.0.1:${port}/mcp`;
 const APPS_MODULE = join(REPO, 'test/e2e/fixtures/mcp-apps.ts');
-const { apps } = (await import(APPS_MODULE)) as { apps: AppDefinition[] };
+const { apps, MCP_CHAOS_STEPS } = (await import(APPS_MODULE)) as {
+  apps: AppDefinition[];
+  MCP_CHAOS_STEPS: number;
+};
 
 const options = {
   databaseUrl: await createTestDatabase(),
@@ -131,5 +136,77 @@ describe('an MCP call open when its worker is SIGKILLed', () => {
     const keys = new Set(calls.map((c) => c.meta?.[IDEMPOTENCY_META_KEY]));
     expect(keys.size).toBe(1);
     expect([...keys][0]).toMatch(new RegExp(`^${id}:`));
+  });
+});
+
+describe('MCP tools while workers are SIGKILLed every ~2 s', () => {
+  it('completes every run; no call whose response was stored is sent again, and every stored one was sent', async () => {
+    const cluster = new Cluster(options);
+    await cluster.start(3);
+    const count = 20;
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const { invocationId } = await engine.enqueue({
+        app: 'mcp_chaos',
+        userId: 'e2e',
+        input: 'go',
+        stateDelta: { run: `chaos-${i}` },
+      });
+      ids.push(invocationId);
+    }
+    const killer = startKiller(cluster, { everyMs: 2_000 });
+    let kills: Kill[] = [];
+    try {
+      await waitFor(
+        async () => {
+          const views = await Promise.all(ids.map((id) => engine.get(id)));
+          const bad = views.find(
+            (v) => v.status === 'failed' || v.status === 'cancelled' || v.status === 'paused',
+          );
+          if (bad) throw new Error(`a chaos run ended ${bad.status}: ${JSON.stringify(bad)}`);
+          return views.every((v) => v.status === 'completed');
+        },
+        { timeoutMs: 180_000, intervalMs: 500, what: `${count} MCP chaos runs to complete` },
+      );
+    } finally {
+      kills = await killer.stop();
+    }
+    expect(kills.length).toBeGreaterThanOrEqual(2);
+
+    // What was stored: one echo response per call, with when it was stored.
+    const stored = new Map<string, number>();
+    for (const id of ids) {
+      for await (const event of engine.events(id)) {
+        for (const part of event.content?.parts ?? []) {
+          const response = part.functionResponse;
+          if (response?.name !== 'echo') continue;
+          const key = `${id}:${response.id}`;
+          expect(stored.has(key), `${key} stored twice`).toBe(false);
+          expect(response.response).toMatchObject({ isError: false });
+          stored.set(key, event.timestamp);
+        }
+      }
+    }
+    expect(stored.size).toBe(count * MCP_CHAOS_STEPS);
+    // What the server saw, by idempotency key.
+    const sent = new Map<string, number[]>();
+    for (const line of readFileSync(log, 'utf8').split('\n').filter(Boolean)) {
+      const call = JSON.parse(line) as LoggedCall & { at: number };
+      if (call.tool !== 'echo') continue;
+      const key = String(call.meta?.[IDEMPOTENCY_META_KEY]);
+      sent.set(key, [...(sent.get(key) ?? []), call.at]);
+    }
+    const resent = [...sent.values()].filter((times) => times.length > 1).length;
+    console.log(
+      `mcp chaos: ${count} runs, ${stored.size} stored calls, ${kills.length} kills, ${resent} calls sent again after a kill`,
+    );
+    for (const [key, at] of stored) {
+      expect(sent.get(key)?.length ?? 0, `${key} stored but never sent`).toBeGreaterThan(0);
+      expect(
+        (sent.get(key) ?? []).filter((t) => t > at),
+        `${key} sent after its response was stored`,
+      ).toEqual([]);
+    }
+    expect([...sent.keys()].filter((key) => !stored.has(key))).toEqual([]);
   });
 });
