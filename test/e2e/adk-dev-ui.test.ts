@@ -116,6 +116,14 @@ async function sessionEvents(page: Page): Promise<AdkEventJson[]> {
   return body.events;
 }
 
+/** The invocation's paused calls and their answers (GET /v1/invocations/:id/requests). */
+async function auditTrail(invocationId: string | undefined): Promise<{ name: string; response: unknown }[]> {
+  const body = await getJson<{ requests: { name: string; response: unknown }[] }>(
+    `/v1/invocations/${invocationId}/requests`,
+  );
+  return body.requests;
+}
+
 /** The function responses of a tool in the session's events. */
 function responsesOf(events: AdkEventJson[], tool: string): Record<string, unknown>[] {
   return events.flatMap((e) =>
@@ -174,10 +182,7 @@ describe("ADK's dev UI against agentloom dev", () => {
     expect(new Set(events.map((e) => e.invocationId))).toEqual(new Set([invocationId]));
     // publish_post ran once: one result of its own (the other response is the confirmation request).
     expect(responsesOf(events, 'publish_post').filter((r) => r.published === true)).toHaveLength(1);
-    const requests = await getJson<{ requests: { name: string; response: unknown }[] }>(
-      `/v1/invocations/${invocationId}/requests`,
-    );
-    expect(requests.requests).toMatchObject([
+    expect(await auditTrail(invocationId)).toMatchObject([
       { name: 'publish_post', status: 'answered', response: { confirmed: true } },
     ]);
     expectClean(trouble);
@@ -199,10 +204,7 @@ describe("ADK's dev UI against agentloom dev", () => {
     expect(done.status).toBe('completed');
     expect(done.output).toMatch(/^mail not sent: /);
     expect(responsesOf(events, 'send_mail').some((r) => r.sent === true)).toBe(false);
-    const requests = await getJson<{ requests: { name: string; response: unknown }[] }>(
-      `/v1/invocations/${invocationId}/requests`,
-    );
-    expect(requests.requests).toMatchObject([
+    expect(await auditTrail(invocationId)).toMatchObject([
       { name: 'send_mail', status: 'answered', response: { confirmed: false } },
     ]);
     expectClean(trouble);

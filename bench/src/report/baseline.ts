@@ -13,28 +13,30 @@ export interface Baseline {
   report: Omit<BenchReport, 'baseline'>;
 }
 
-const MODES = [
+/** The agentloom modes compared, in report order. */
+export const MODES = [
   'agentloom-pg-local',
   'agentloom-pg-redis-1',
   'agentloom-pg-redis-2',
   'agentloom-pg-pgqueue-1',
   'agentloom-pglite',
 ];
-const WORKLOADS: { workload: Workload; unit: string; digits: number }[] = [
+/** The workloads compared, with their unit and digits. */
+export const WORKLOADS: { workload: Workload; unit: string; digits: number }[] = [
   { workload: 'w1', unit: 'ms per step', digits: 2 },
   { workload: 'w2', unit: 'steps/s', digits: 0 },
   { workload: 'w3', unit: 'ms', digits: 0 },
 ];
 /** A ratio that moved by more than this (as a fraction, in the slower direction) is called a regression. */
-const TOLERANCE = 0.1;
+export const TOLERANCE = 0.1;
 
-const fmt = (value: number | undefined, digits: number): string =>
+export const fmt = (value: number | undefined, digits: number): string =>
   value === undefined || !Number.isFinite(value)
     ? '—'
     : value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 /** agentloom ÷ the reference, oriented so that below 1 is better for every workload. */
-function cost(
+export function cost(
   mine: Figure | undefined,
   reference: Figure | undefined,
   workload: Workload,
