@@ -1,7 +1,8 @@
 /**
  * Answering one paused call: Approve / Reject a confirmation (with an optional note or JSON payload), a JSON
- * response to a long-running call, rerun / skip / fail for an in-doubt call. JSON is checked before it is sent. An
- * answer someone gave first (409) is shown with who gave it and when.
+ * response to a long-running call, rerun / skip / fail for an in-doubt call, and the fields a question (an MCP
+ * elicitation) asks for with Accept / Decline / Cancel. JSON is checked before it is sent. An answer someone gave
+ * first (409) is shown with who gave it and when.
  */
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from './api';
@@ -213,11 +214,144 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
           </div>
         </>
       )}
+      {call.kind === 'elicitation' && call.elicitation && (
+        <ElicitationFields
+          schema={call.elicitation.requestedSchema}
+          fieldId={fieldId}
+          busy={busy}
+          onAnswer={(answer) => void respond(answer)}
+        />
+      )}
       {error && (
         <p class="error" role="alert">
           {error}
         </p>
       )}
     </form>
+  );
+}
+
+/** A property of a question's requested schema (MCP keeps them flat: strings, numbers, booleans, enums). */
+interface FieldSchema {
+  type?: string;
+  title?: string;
+  description?: string;
+  enum?: unknown[];
+  default?: unknown;
+}
+
+/** The inputs a question's schema asks for, and the answers Accept (with them), Decline and Cancel. */
+function ElicitationFields(props: {
+  schema: Record<string, unknown>;
+  fieldId(name: string): string;
+  busy: boolean;
+  onAnswer(answer: () => Record<string, unknown>): void;
+}) {
+  const properties = (props.schema.properties ?? {}) as Record<string, FieldSchema>;
+  const required = new Set(Array.isArray(props.schema.required) ? (props.schema.required as string[]) : []);
+  const [values, setValues] = useState<Record<string, string | boolean>>(() =>
+    Object.fromEntries(
+      Object.entries(properties).map(([key, field]) => [
+        key,
+        field.type === 'boolean'
+          ? field.default === true
+          : field.default === undefined
+            ? ''
+            : String(field.default),
+      ]),
+    ),
+  );
+  const set = (key: string, value: string | boolean) => setValues((v) => ({ ...v, [key]: value }));
+
+  /** The content to accept with: each field as its type; an empty optional field left out. */
+  function content(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(properties)) {
+      const value = values[key];
+      if (field.type === 'boolean') {
+        out[key] = value === true;
+        continue;
+      }
+      const text = String(value ?? '').trim();
+      if (text === '') {
+        if (required.has(key)) throw new Error(`${field.title ?? key} is required`);
+        continue;
+      }
+      if (field.type === 'number' || field.type === 'integer') {
+        const n = Number(text);
+        if (!Number.isFinite(n) || (field.type === 'integer' && !Number.isInteger(n)))
+          throw new Error(
+            `${field.title ?? key} must be ${field.type === 'integer' ? 'a whole number' : 'a number'}`,
+          );
+        out[key] = n;
+      } else out[key] = text;
+    }
+    return out;
+  }
+
+  return (
+    <>
+      {Object.entries(properties).map(([key, field]) => {
+        const id = props.fieldId(`field-${key}`);
+        const label = `${field.title ?? key}${required.has(key) ? ' *' : ''}`;
+        const value = values[key];
+        return (
+          <div class="field" key={key}>
+            <label for={id}>{label}</label>
+            {field.type === 'boolean' ? (
+              <input
+                id={id}
+                type="checkbox"
+                checked={value === true}
+                onChange={(e) => set(key, e.currentTarget.checked)}
+              />
+            ) : Array.isArray(field.enum) ? (
+              <select id={id} value={String(value)} onChange={(e) => set(key, e.currentTarget.value)}>
+                {!required.has(key) && <option value="">—</option>}
+                {field.enum.map((option) => (
+                  <option key={String(option)} value={String(option)}>
+                    {String(option)}
+                  </option>
+                ))}
+              </select>
+            ) : (
+              <input
+                id={id}
+                type="text"
+                inputMode={field.type === 'number' || field.type === 'integer' ? 'decimal' : 'text'}
+                value={String(value)}
+                onInput={(e) => set(key, e.currentTarget.value)}
+              />
+            )}
+            {field.description && <span class="hint">{field.description}</span>}
+          </div>
+        );
+      })}
+      <div class="buttons">
+        <button
+          type="button"
+          class="approve"
+          disabled={props.busy}
+          onClick={() => props.onAnswer(() => ({ action: 'accept', content: content() }))}
+        >
+          Accept
+        </button>
+        <button
+          type="button"
+          class="reject"
+          disabled={props.busy}
+          onClick={() => props.onAnswer(() => ({ action: 'decline' }))}
+        >
+          Decline
+        </button>
+        <button
+          type="button"
+          disabled={props.busy}
+          onClick={() => props.onAnswer(() => ({ action: 'cancel' }))}
+        >
+          Cancel
+        </button>
+      </div>
+    </>
   );
 }

@@ -34,5 +34,7 @@ export function kindLabel(kind: string): string {
     ? 'confirmation'
     : kind === 'long_running'
       ? 'long-running call'
-      : 'in-doubt call';
+      : kind === 'elicitation'
+        ? 'question'
+        : 'in-doubt call';
 }

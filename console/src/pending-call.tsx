@@ -42,6 +42,15 @@ export function PendingCallCard({ invocationId, call, showRun, now, onAnswered, 
           <code>{call.nodePath}</code>
           {call.branch && <> · branch {call.branch}</>}
         </dd>
+        {call.elicitation && (
+          <>
+            <dt>Asks</dt>
+            <dd class="question">
+              {call.elicitation.message}
+              {call.elicitation.source && <> · from {call.elicitation.source}</>}
+            </dd>
+          </>
+        )}
         {call.hint && (
           <>
             <dt>Hint</dt>

@@ -6,7 +6,7 @@ import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
-import type { ChildOutcome, Tool } from '../tools/tool.js';
+import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 
 export type { ChildOutcome };
@@ -107,6 +107,14 @@ export interface NodeRuntime {
   fault(point: string): Promise<void>;
   /** Delivers a token-level partial response to live listeners (never stored). */
   publishPartial(content: Content): void;
+  /**
+   * Asks the user for input while the tool call `call` is open (see ToolContext.elicit): stores the request (an
+   * event and a pending call of kind `elicitation`, fenced), then waits for the answer, the timeout or a cancel.
+   */
+  elicit(
+    call: { id: string; name: string; args: Record<string, unknown> },
+    request: ElicitationRequest,
+  ): Promise<ElicitationAnswer>;
 }
 
 /** What a leaf activation ended with. Waiting for a child is signalled by `runChild` throwing. */

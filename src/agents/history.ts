@@ -6,12 +6,9 @@ import { functionResponsesOf, type Content, type Part } from '../core/content.js
 import type { Event } from '../core/event.js';
 import { branchVisibility, visibleOnBranch } from './branch.js';
 
-const FRAMEWORK_CALLS = new Set(['adk_request_confirmation', 'adk_request_credential']);
+import { isFrameworkCall } from './journal.js';
 
-/** Whether a function name belongs to the framework rather than to a tool. */
-export function isFrameworkCall(name: string): boolean {
-  return FRAMEWORK_CALLS.has(name);
-}
+export { isFrameworkCall };
 
 /**
  * Whether an event of `eventBranch` is visible to an agent on `agentBranch` (see {@link visibleOnBranch}): no

@@ -8,6 +8,17 @@ import type { Event } from '../core/event.js';
 
 /** Name of the framework call that asks a human to confirm a tool call. */
 export const REQUEST_CONFIRMATION = 'adk_request_confirmation';
+/** Name of the framework call that asks the user for input while a tool call is open (an MCP elicitation). */
+export const REQUEST_ELICITATION = 'agentloom_request_elicitation';
+/** Name of the framework call that asks the user for a tool's credential (ADK's). */
+export const REQUEST_CREDENTIAL = 'adk_request_credential';
+
+const FRAMEWORK_CALLS = new Set([REQUEST_CONFIRMATION, REQUEST_ELICITATION, REQUEST_CREDENTIAL]);
+
+/** Whether a function name belongs to the framework (a request to a human) rather than to a tool. */
+export function isFrameworkCall(name: string): boolean {
+  return FRAMEWORK_CALLS.has(name);
+}
 
 /** The journal of one node for one agent. */
 export class Journal {
@@ -40,7 +51,7 @@ export class Journal {
         e.author === this.agentName &&
         e.content?.role === 'model' &&
         !e.errorCode &&
-        !functionCallsOf(e.content).some((c) => c.name === REQUEST_CONFIRMATION),
+        !functionCallsOf(e.content).some((c) => isFrameworkCall(c.name)),
     );
   }
 
@@ -128,4 +139,17 @@ export class Journal {
       (e) => e.author === this.agentName && e.actions.agentState?.startedCall === callId,
     );
   }
+}
+
+/**
+ * Elicitations an earlier attempt of the node asked and that got no answer event: the call that asked ended with
+ * that attempt (a crash, a shutdown), so they can no longer be answered.
+ */
+export function openElicitations(events: readonly Event[]): string[] {
+  const answered = new Set(events.flatMap((e) => functionResponsesOf(e.content).map((r) => r.id)));
+  return events.flatMap((e) =>
+    functionCallsOf(e.content)
+      .filter((c) => c.name === REQUEST_ELICITATION && c.id !== undefined && !answered.has(c.id))
+      .map((c) => c.id as string),
+  );
 }

@@ -93,6 +93,7 @@ export function makeToolContext(
       ctx.confirmationRequest = request;
     },
     signal: rt.signal,
+    elicit: (request) => rt.elicit({ id, name: call.name, args: call.args ?? {} }, request),
     reportProgress({ progress, total, message }) {
       const response = {
         progress,

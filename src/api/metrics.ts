@@ -7,9 +7,8 @@ import type { Logger } from 'pino';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Db } from '../store/database.js';
 import { countInvocations, countPendingCalls } from '../store/queries.js';
+import { PENDING_KINDS } from '../engine/views.js';
 import { INVOCATION_STATUSES } from './schemas.js';
-
-const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt'] as const;
 
 /** What one scrape reads from the database. */
 interface DatabaseCounts {

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { contentSchema } from '../core/content.js';
 import { eventSchema } from '../core/event.js';
+import { PENDING_KINDS } from '../engine/views.js';
 
 /** Nesting allowed in free-form JSON (`input`, `stateDelta`, answers); deeper documents are refused. */
 const MAX_JSON_DEPTH = 64;
@@ -172,10 +173,18 @@ export const errorSchema = z
   })
   .meta({ id: 'Error' });
 
+const elicitationSchema = z
+  .object({
+    message: z.string(),
+    requestedSchema: z.record(z.string(), z.unknown()).describe('the JSON Schema of the content asked for'),
+    source: z.string().optional().describe('who asks: the MCP server'),
+  })
+  .meta({ id: 'Elicitation' });
+
 export const pendingCallSchema = z
   .object({
     callId: z.string().describe('the id to answer'),
-    kind: z.enum(['confirmation', 'long_running', 'in_doubt']),
+    kind: z.enum(PENDING_KINDS),
     name: z.string(),
     args: z.record(z.string(), z.unknown()),
     hint: z.string().optional(),
@@ -183,6 +192,9 @@ export const pendingCallSchema = z
     nodePath: z.string(),
     branch: z.string().optional(),
     originalCallId: z.string(),
+    elicitation: elicitationSchema
+      .optional()
+      .describe('with kind "elicitation": what the open call asks (answer {action, content?})'),
   })
   .meta({ id: 'PendingCall' });
 
@@ -262,7 +274,7 @@ export const nodeListSchema = z.object({ nodes: z.array(nodeSchema) });
 
 export const inboxQuerySchema = z.strictObject({
   app: appNameSchema.optional(),
-  kind: z.enum(['confirmation', 'long_running', 'in_doubt']).optional(),
+  kind: z.enum(PENDING_KINDS).optional(),
   limit: digits(500)
     .refine((n) => n >= 1, 'must be at least 1')
     .optional()
@@ -290,16 +302,19 @@ export const inboxSchema = z.object({
 export const toolRequestSchema = z
   .object({
     callId: z.string(),
-    kind: z.enum(['confirmation', 'long_running', 'in_doubt']),
+    kind: z.enum(PENDING_KINDS),
     name: z.string(),
     args: z.record(z.string(), z.unknown()),
     hint: z.string().optional(),
     nodePath: z.string(),
     branch: z.string().optional(),
     originalCallId: z.string(),
+    elicitation: elicitationSchema.optional(),
     status: z
-      .enum(['pending', 'answered', 'cancelled'])
-      .describe('cancelled: withdrawn with its invocation (a retry asks again)'),
+      .enum(['pending', 'answered', 'cancelled', 'expired'])
+      .describe(
+        'cancelled: withdrawn with its invocation (a retry asks again); expired: an elicitation nobody answered in time (declined), or whose call ended with its worker',
+      ),
     response: z.unknown().nullable(),
     answeredBy: z.string().nullable().describe("the API key's name, or the name a keyless client gave"),
     answeredAt: z.string().nullable().describe('ISO 8601'),

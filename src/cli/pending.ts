@@ -68,5 +68,17 @@ export function answerLines(
       `${indent}         (or {"action":"skip","result":{…}} / {"action":"fail"})`,
     ];
   }
+  if (call.kind === 'elicitation') {
+    const fields = Object.keys(
+      ((call.elicitation?.requestedSchema as { properties?: object } | undefined)?.properties ??
+        {}) as object,
+    );
+    const content = `{${fields.map((f) => `"${f}":…`).join(',')}}`;
+    return [
+      `${indent}asks:    ${call.elicitation?.message ?? ''}`,
+      `${indent}respond: ${cliLine(['respond', invocationId, id, `{"action":"accept","content":${content}}`], o)}`,
+      `${indent}         (or {"action":"decline"} / {"action":"cancel"})`,
+    ];
+  }
   return [`${indent}respond: ${cliLine(['respond', invocationId, id, '{"result":"…"}'], o)}`];
 }

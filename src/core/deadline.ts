@@ -9,6 +9,11 @@ export interface DeadlineOptions {
   timeoutMs: number | undefined;
   /** The error the call ends with when the deadline passes (also the abort reason the call sees). */
   error: () => AgentloomError;
+  /**
+   * Receives `hold`: while a hold is on (the call waits for a human, not for its work), the clock stops; the
+   * returned function ends the hold, and the call has what was left of its time.
+   */
+  holds?: (hold: () => () => void) => void;
 }
 
 /**
@@ -26,16 +31,38 @@ export async function withDeadline<T>(
   if (parent.aborted) onParent();
   else parent.addEventListener('abort', onParent, { once: true });
   let timer: NodeJS.Timeout | undefined;
+  let left = options.timeoutMs;
+  let since = Date.now();
+  let held = 0;
+  let settled = false;
+  let expire: () => void = () => undefined;
   const deadline = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => {
+    expire = () => {
       const err = options.error();
       controller.abort(err);
       reject(err);
-    }, options.timeoutMs);
+    };
+    timer = setTimeout(expire, left);
+  });
+  options.holds?.(() => {
+    if (held++ === 0) {
+      clearTimeout(timer);
+      left -= Date.now() - since;
+    }
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      if (--held === 0 && !settled && !controller.signal.aborted) {
+        since = Date.now();
+        timer = setTimeout(expire, Math.max(0, left));
+      }
+    };
   });
   try {
     return await Promise.race([call(controller.signal), deadline]);
   } finally {
+    settled = true;
     clearTimeout(timer);
     parent.removeEventListener('abort', onParent);
   }

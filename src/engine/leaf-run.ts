@@ -11,7 +11,8 @@ import { listEvents } from '../store/events.js';
 import type { InvocationRow } from '../store/invocations.js';
 import { releaseLease, renewLease, type NodeRow } from '../store/nodes.js';
 import { readInvocationState } from '../store/sessions.js';
-import { cancelledCallIds } from '../store/tool-requests.js';
+import { cancelledCallIds, withdrawToolRequestsTx } from '../store/tool-requests.js';
+import { openElicitations } from '../agents/journal.js';
 import { commitLeaf } from './leaf-commit.js';
 import { SHUTDOWN } from './local-steps.js';
 import { EngineNodeRuntime, LeaseGuard } from './node-runtime.js';
@@ -63,6 +64,8 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
       first ? [] : cancelledCallIds(store.db, inv.id, claimed.path),
       known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
     ]);
+    const stale = openElicitations(events);
+    if (stale.length > 0) await store.transaction((tx) => withdrawToolRequestsTx(tx, inv.id, stale));
     const journal = { events, withdrawnCalls: new Set(withdrawn) };
     runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, guard.lease);
     let outcome: LeafOutcome | NodeSuspended;

@@ -23,10 +23,11 @@ import {
 import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
+import { askDuringCall, type ElicitingCall } from './elicitation.js';
 import { applyToState } from '../store/state.js';
 import { exitLoop } from '../tools/exit-loop.js';
 import type { Logger } from 'pino';
-import type { Tool } from '../tools/tool.js';
+import type { ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 
 /** What the runtime needs from the engine. */
@@ -354,6 +355,17 @@ export class EngineNodeRuntime implements NodeRuntime {
   async saveArtifact(name: string, artifact: { mime: string; data: Uint8Array }): Promise<number> {
     await this.flush();
     return this.fenced((tx) => saveArtifactTx(tx, this.sessionId, name, artifact.mime, artifact.data));
+  }
+
+  /** Asks the user for input while a tool call is open (see elicitation.ts). */
+  async elicit(call: ElicitingCall, request: ElicitationRequest): Promise<ElicitationAnswer> {
+    if (this.signal.aborted) return { action: 'cancel' };
+    await this.flush();
+    const { store } = this.deps;
+    const [appendInput, stored] = [this.appendInput.bind(this), this.recordStored.bind(this)];
+    const scope = { store, signal: this.signal, author: this.node.agent, appendInput, stored };
+    const where = { invocationId: this.invocationId, nodePath: this.nodePath, branch: this.branch };
+    return askDuringCall({ ...scope, ...where }, call, request);
   }
 
   publishPartial(content: Content): void {

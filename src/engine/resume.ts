@@ -5,7 +5,9 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { AgentloomError } from '../core/errors.js';
-import { REQUEST_CONFIRMATION } from '../agents/journal.js';
+import { z } from 'zod';
+import { REQUEST_CONFIRMATION, REQUEST_ELICITATION } from '../agents/journal.js';
+import { zodIssues } from '../core/validation.js';
 import { isLeafKind } from '../agents/workflow.js';
 import type { Db } from '../store/database.js';
 import { appendEventTx } from '../store/events.js';
@@ -91,6 +93,7 @@ export async function answerTx(
       { details: { field: 'response.action', callId: input.id } },
     );
   }
+  if (request.kind === 'elicitation') checkElicitationAnswer(input.id, request.request, input.response);
   const invocation = await getInvocation(tx, invocationId, true);
   if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
     throw new AgentloomError(
@@ -102,11 +105,12 @@ export async function answerTx(
   const node = await getNode(tx, invocationId, request.nodePath, true);
   if (!node) throw new AgentloomError('INTERNAL', `node ${request.nodePath} of a pending call is missing`);
   const requested = request.request as { name?: string; originalCallId?: string };
-  const name =
-    request.kind === 'confirmation' ? REQUEST_CONFIRMATION : (input.name ?? requested.name ?? 'tool');
-  // The journal reads a confirmation's answer under its request id, and a waiting call's under the call's own id
-  // (which differs from the request's when the call was asked again after a cancel, see Journal.askId).
-  const responseId = request.kind === 'confirmation' ? input.id : (requested.originalCallId ?? input.id);
+  const framework = FRAMEWORK_NAMES[request.kind];
+  const name = framework ?? input.name ?? requested.name ?? 'tool';
+  // The journal reads the answer to a request of the framework (a confirmation, an elicitation) under the
+  // request's id, and a waiting call's under the call's own id (which differs from the request's when the call
+  // was asked again after a cancel, see Journal.askId).
+  const responseId = framework ? input.id : (requested.originalCallId ?? input.id);
   await appendEventTx(tx, {
     sessionId: invocation.sessionId,
     invocationId,
@@ -126,6 +130,62 @@ export async function answerTx(
   await unpauseAncestorsTx(tx, invocationId, node.parentPath);
   if (invocation.status === 'paused') await setInvocationStatusTx(tx, invocationId, 'running');
   return { invocationId, jobs: job ? [job] : [] };
+}
+
+/** The framework call a request of this kind answers, for kinds whose answer is not the tool call's response. */
+const FRAMEWORK_NAMES: Record<string, string | undefined> = {
+  confirmation: REQUEST_CONFIRMATION,
+  elicitation: REQUEST_ELICITATION,
+};
+
+/**
+ * An elicitation's answer is MCP's ElicitResult: `{"action": "accept", "content": {…}}` with the object its
+ * requested schema describes, or `{"action": "decline"}` / `{"action": "cancel"}`.
+ */
+function checkElicitationAnswer(
+  callId: string,
+  request: Record<string, unknown>,
+  response: Record<string, unknown>,
+): void {
+  const { action, content } = response;
+  if (action !== 'accept' && action !== 'decline' && action !== 'cancel') {
+    throw new AgentloomError(
+      'VALIDATION',
+      `an elicitation is answered with {"action": "accept", "content": {…}} (the fields it asks for), {"action": "decline"} or {"action": "cancel"}`,
+      { details: { field: 'response.action', callId } },
+    );
+  }
+  const extra = Object.keys(response).filter((k) => k !== 'action' && k !== 'content');
+  if (extra.length > 0 || (action !== 'accept' && content !== undefined)) {
+    throw new AgentloomError(
+      'VALIDATION',
+      `an elicitation's answer has only "action" and, with "accept", "content" (not ${[...extra, ...(action !== 'accept' && content !== undefined ? ['content'] : [])].map((k) => `"${k}"`).join(', ')})`,
+      { details: { field: 'response', callId } },
+    );
+  }
+  if (action !== 'accept') return;
+  if (typeof content !== 'object' || content === null || Array.isArray(content)) {
+    throw new AgentloomError(
+      'VALIDATION',
+      `"accept" needs "content": the object the elicitation asks for, e.g. {"action": "accept", "content": {"name": "Ada"}}`,
+      { details: { field: 'response.content', callId } },
+    );
+  }
+  const schema = (request.elicitation as { requestedSchema?: unknown } | undefined)?.requestedSchema;
+  let parsed: { success: boolean; error?: z.ZodError } | undefined;
+  try {
+    parsed = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]).safeParse(content);
+  } catch {
+    // A schema zod cannot read: the server checks the content itself.
+    return;
+  }
+  if (!parsed.success && parsed.error) {
+    throw new AgentloomError(
+      'VALIDATION',
+      `the content does not match what the elicitation asks for: ${zodIssues(parsed.error)}`,
+      { details: { field: 'response.content', callId } },
+    );
+  }
 }
 
 /** Paused ancestors go back to waiting on their children: workflow nodes `running`, leaves `waiting`. */

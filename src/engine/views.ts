@@ -3,10 +3,24 @@ import type { InvocationRow } from '../store/invocations.js';
 import type { ToolRequestRow } from '../store/tool-requests.js';
 
 /** A paused call as users see it (CONTRACT.md `pending[]`). */
+/**
+ * What a pending call waits for: a human's confirmation, a long-running call's response, a decision on a call in
+ * doubt after a crash, or the input an open call asks for (an MCP elicitation).
+ */
+export const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt', 'elicitation'] as const;
+export type PendingKind = (typeof PENDING_KINDS)[number];
+
+/** What an elicitation asks (see ToolContext.elicit). */
+export interface ElicitationView {
+  message: string;
+  requestedSchema: Record<string, unknown>;
+  source?: string;
+}
+
 export interface PendingCall {
   /** The id to answer. */
   callId: string;
-  kind: 'confirmation' | 'long_running' | 'in_doubt';
+  kind: PendingKind;
   name: string;
   args: Record<string, unknown>;
   hint?: string;
@@ -14,6 +28,8 @@ export interface PendingCall {
   nodePath: string;
   branch?: string;
   originalCallId: string;
+  /** With kind `elicitation`: what it asks. */
+  elicitation?: ElicitationView;
 }
 
 /** An invocation as `engine.get` returns it. */
@@ -64,6 +80,7 @@ export function pendingCallOf(r: ToolRequestRow): PendingCall {
     payload?: unknown;
     originalCallId?: string;
     branch?: string | null;
+    elicitation?: ElicitationView;
   };
   return {
     callId: r.callId,
@@ -75,6 +92,7 @@ export function pendingCallOf(r: ToolRequestRow): PendingCall {
     nodePath: r.nodePath,
     ...(req.branch ? { branch: req.branch } : {}),
     originalCallId: req.originalCallId ?? r.callId,
+    ...(req.elicitation ? { elicitation: req.elicitation } : {}),
   };
 }
 

@@ -122,6 +122,48 @@ export async function answerToolRequestTx(
     .where(and(eq(toolRequests.invocationId, invocationId), eq(toolRequests.callId, callId)));
 }
 
+/**
+ * Ends a request nobody answered in time (an elicitation past its timeout), storing what it counts as; false when
+ * it was no longer pending (answered or cancelled meanwhile).
+ */
+export async function expireToolRequestTx(
+  tx: Db,
+  invocationId: string,
+  callId: string,
+  response: Record<string, unknown>,
+): Promise<boolean> {
+  const rows = await tx
+    .update(toolRequests)
+    .set({ status: 'expired', response, answeredAt: sql`now()` })
+    .where(
+      and(
+        eq(toolRequests.invocationId, invocationId),
+        eq(toolRequests.callId, callId),
+        eq(toolRequests.status, 'pending'),
+      ),
+    )
+    .returning({ callId: toolRequests.callId });
+  return rows.length > 0;
+}
+
+/**
+ * Withdraws requests a stopped attempt left open (elicitations whose call ended with its worker): they can no
+ * longer be answered. Only those still pending.
+ */
+export async function withdrawToolRequestsTx(tx: Db, invocationId: string, callIds: string[]): Promise<void> {
+  if (callIds.length === 0) return;
+  await tx
+    .update(toolRequests)
+    .set({ status: 'expired', response: { action: 'cancel', reason: 'the call ended without an answer' } })
+    .where(
+      and(
+        eq(toolRequests.invocationId, invocationId),
+        inArray(toolRequests.callId, callIds),
+        eq(toolRequests.status, 'pending'),
+      ),
+    );
+}
+
 /** Cancels the pending requests of an invocation. */
 export async function cancelToolRequestsTx(tx: Db, invocationId: string): Promise<void> {
   await tx

@@ -34,6 +34,27 @@ export interface ChildOutcome {
   error?: StoredError;
 }
 
+/**
+ * A question to the user while a call is open (an MCP server's `elicitation/create`): a message and the flat
+ * JSON Schema of the object it wants back.
+ */
+export interface ElicitationRequest {
+  message: string;
+  /** `{type: "object", properties: {…}, required?: […]}` whose properties are strings, numbers, booleans or enums. */
+  requestedSchema: Record<string, unknown>;
+  /** Who asks (an MCP server's name), shown beside the message. */
+  source?: string;
+  /** How long to wait for an answer (ms) before it counts as `decline`. */
+  timeoutMs: number;
+}
+
+/** The user's answer to an {@link ElicitationRequest} (MCP's `ElicitResult`). */
+export interface ElicitationAnswer {
+  action: 'accept' | 'decline' | 'cancel';
+  /** With `accept`: the object asked for. */
+  content?: Record<string, unknown>;
+}
+
 /** What `execute` receives besides its arguments. */
 export interface ToolContext {
   readonly state: StateAccessor;
@@ -49,6 +70,12 @@ export interface ToolContext {
   readonly toolConfirmation: ToolConfirmation | undefined;
   /** Asks a human to confirm before the call takes effect; the node pauses after this call returns. */
   requestConfirmation(request?: { hint?: string; payload?: unknown }): void;
+  /**
+   * Asks the user for input while the call runs: a pending call of kind `elicitation` (the request and the answer
+   * stored as events), answerable through the API, the CLI and the console. Resolves with the answer; `decline`
+   * when none came within `timeoutMs`; `cancel` when the run was cancelled. The step keeps its worker meanwhile.
+   */
+  elicit(request: ElicitationRequest): Promise<ElicitationAnswer>;
   /** Aborted when the invocation is cancelled. */
   readonly signal: AbortSignal;
   /**

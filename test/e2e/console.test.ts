@@ -28,6 +28,7 @@ import {
   answersFromConsole,
   approveFromConsole,
   cancelRetryFromConsole,
+  elicitationFromConsole,
   firstLoadBytes,
   keyScopeInConsole,
   type ConsoleTarget,
@@ -79,6 +80,10 @@ function consoleScenarios(target: ConsoleTarget): void {
 
   it('rejects, answers a long-running call with checked JSON, and says who answered first', async () => {
     clean(await answersFromConsole(browser, target));
+  });
+
+  it("answers a running tool's question (elicitation) with the fields it asks for", async () => {
+    clean(await elicitationFromConsole(browser, target));
   });
 
   it('cancels and retries a run', async () => {

@@ -107,7 +107,7 @@ describe('agentloom dev --apps MODULE: every client command of the CLI', () => {
       join(dir, 'cli'),
     ]));
     target.url = url;
-    expect(dev.stdout).toContain('  apps  writer, mail, ticket, waiter, flaky');
+    expect(dev.stdout).toContain('  apps  writer, mail, ticket, survey, waiter, flaky');
   }, START_TIMEOUT_MS);
   afterAll(async () => {
     expect(await dev.stop('SIGINT')).toEqual({ code: 0, signal: null });

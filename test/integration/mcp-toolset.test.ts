@@ -3,7 +3,8 @@
  * stdio (a child process the toolset starts) and over Streamable HTTP (a server process the test starts), on
  * PostgreSQL: the tools listed with a filter and a prefix, a call and its stored response with the idempotency key
  * in `_meta`, an `isError` result, a confirmation-gated tool approved and rejected, a call past its timeout, a
- * cancelled run's open call cancelled at the server, and a server that is down. The server's call log says what it
+ * cancelled run's open call cancelled at the server, the server's question to the user (elicitation) answered
+ * through the HTTP API, timed out and withdrawn by a cancel, and a server that is down. The server's call log says what it
  * saw.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -21,6 +22,9 @@ import {
   type ScriptedTurn,
 } from '../../src/index.js';
 import { loadAppsFromYaml } from '../../src/config/load-apps.js';
+import { createApiServer } from '../../src/api/index.js';
+import { REQUEST_ELICITATION } from '../../src/agents/journal.js';
+import { invocationToolRequests } from '../../src/store/queries.js';
 import { backends, engineOn } from '../support/engines.js';
 import { REPO } from '../support/cli.js';
 import { waitFor } from '../support/wait-for.js';
@@ -35,6 +39,7 @@ interface LoggedCall {
   args: Record<string, unknown>;
   meta?: Record<string, unknown>;
   end: 'done' | 'started' | 'cancelled';
+  answer?: Record<string, unknown>;
 }
 
 /** What the server recorded in `log`. */
@@ -182,6 +187,7 @@ describe.each(transports)('McpToolset over $name', (transport) => {
     expect(done.output).toBe(`got ${JSON.stringify(response)}`);
     expect(seen[0]).toEqual([
       'srv_add',
+      'srv_ask',
       'srv_block',
       'srv_count',
       'srv_echo',
@@ -278,6 +284,173 @@ describe.each(transports)('McpToolset over $name', (transport) => {
       timeoutMs: 30_000,
       what: 'the server to see notifications/cancelled',
     });
+  });
+
+  it("asks the user the server's question while the call is open: answered through the HTTP API", async () => {
+    const { toolset: tools, log } = await toolset({ prefix: 'srv' });
+    const engine = await engineWith(
+      new LlmAgent({
+        name: 'greeter',
+        model: callsOnce('srv_ask', { question: 'Who are you?' }),
+        tools: [tools],
+      }),
+    );
+    const api = await createApiServer({ engine, processMetrics: false });
+    const base = await api.listen({ port: 0, host: '127.0.0.1' });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
+      const waiting = await waitFor(
+        async () => (await engine.get(invocationId)).pending.find((p) => p.kind === 'elicitation'),
+        { timeoutMs: 60_000, what: 'the elicitation to be pending' },
+      );
+      // The call is open and the step holds its worker: the run is running, not paused.
+      expect((await engine.get(invocationId)).status).toBe('running');
+      const callId = (await engine.getSession((await engine.get(invocationId)).sessionId)).events
+        .flatMap((e) => e.content?.parts ?? [])
+        .find((p) => p.functionCall?.name === 'srv_ask')?.functionCall?.id;
+      expect(waiting).toMatchObject({
+        kind: 'elicitation',
+        name: 'srv_ask',
+        args: { question: 'Who are you?' },
+        originalCallId: callId,
+        elicitation: {
+          message: 'Who are you?',
+          source: 'srv',
+          requestedSchema: { type: 'object', required: ['name'] },
+        },
+      });
+      // The inbox lists it too.
+      const inbox = (await (await fetch(`${base}/v1/pending?kind=elicitation`)).json()) as {
+        calls: { callId: string }[];
+      };
+      expect(inbox.calls.map((c) => c.callId)).toContain(waiting.callId);
+
+      const answer = (response: unknown) =>
+        fetch(`${base}/v1/invocations/${invocationId}/responses`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-agentloom-actor': 'ada' },
+          body: JSON.stringify({ functionResponses: [{ id: waiting.callId, response }] }),
+        });
+      // Content that does not match the requested schema is refused, naming the field; nothing is stored.
+      const bad = await answer({ action: 'accept', content: { age: -3 } });
+      expect(bad.status).toBe(400);
+      const badBody = (await bad.json()) as { error: { code: string; message: string; details: unknown } };
+      expect(badBody.error).toMatchObject({ code: 'VALIDATION', details: { field: 'response.content' } });
+      expect(badBody.error.message).toMatch(/name/);
+      const noAction = await answer({ name: 'Ada' });
+      expect(noAction.status).toBe(400);
+      expect(((await noAction.json()) as { error: { message: string } }).error.message).toMatch(
+        /"action": "accept"/,
+      );
+      expect((await engine.get(invocationId)).pending).toHaveLength(1);
+
+      const good = await answer({ action: 'accept', content: { name: 'Ada', age: 36 } });
+      expect(good.status).toBe(200);
+      const done = await engine.wait(invocationId, { timeoutMs: 60_000 });
+      expect(done.status).toBe('completed');
+      const result = { action: 'accept', content: { name: 'Ada', age: 36 } };
+      expect(calls(log).filter((c) => c.end === 'done')).toMatchObject([{ tool: 'ask', answer: result }]);
+      const [stored] = (await storedResponses(engine, invocationId, 'srv_ask')) as {
+        content: { text: string }[];
+        isError: boolean;
+      }[];
+      expect(stored?.isError).toBe(false);
+      expect(JSON.parse(stored!.content[0]!.text)).toEqual(result);
+      // The question and the answer are events; the model never sees them.
+      const events = (await engine.getSession(done.sessionId)).events;
+      const asked = events.find((e) =>
+        e.content?.parts.some((p) => p.functionCall?.name === REQUEST_ELICITATION),
+      );
+      expect(asked?.content?.parts[0]?.functionCall).toMatchObject({
+        id: waiting.callId,
+        args: { functionCallId: callId, message: 'Who are you?', source: 'srv' },
+      });
+      const answered = events.find((e) =>
+        e.content?.parts.some((p) => p.functionResponse?.name === REQUEST_ELICITATION),
+      );
+      expect(answered).toMatchObject({ author: 'user' });
+      expect(answered?.content?.parts[0]?.functionResponse).toMatchObject({
+        id: waiting.callId,
+        response: result,
+      });
+      const trail = (await (await fetch(`${base}/v1/invocations/${invocationId}/requests`)).json()) as {
+        requests: unknown[];
+      };
+      expect(trail.requests).toMatchObject([
+        {
+          callId: waiting.callId,
+          kind: 'elicitation',
+          status: 'answered',
+          answeredBy: 'ada',
+          response: result,
+        },
+      ]);
+      // Answering again after the call ended: a conflict, not a second answer.
+      expect((await answer({ action: 'decline' })).status).toBe(409);
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('declines an elicitation nobody answers within the call timeout, and the call ends', async () => {
+    const { toolset: tools, log } = await toolset({ timeoutMs: 1_500 });
+    const engine = await engineWith(
+      new LlmAgent({ name: 'greeter', model: callsOnce('ask', { question: 'Anyone?' }), tools: [tools] }),
+    );
+    const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
+    const done = await engine.wait(invocationId, { timeoutMs: 60_000 });
+    expect(done.status).toBe('completed');
+    // The time spent waiting for a human is not the call's: it ended with the server's answer, not a timeout.
+    const declined = { action: 'decline' };
+    expect(calls(log).filter((c) => c.end === 'done')).toMatchObject([{ tool: 'ask', answer: declined }]);
+    expect(await storedResponses(engine, invocationId, 'ask')).toEqual([
+      { content: [{ type: 'text', text: JSON.stringify(declined) }], isError: false },
+    ]);
+    const [request] = await invocationToolRequests(engine.store.db, invocationId);
+    expect(request).toMatchObject({
+      kind: 'elicitation',
+      status: 'expired',
+      response: { action: 'decline' },
+    });
+    const events = (await engine.getSession(done.sessionId)).events;
+    const expiry = events.find((e) =>
+      e.content?.parts.some((p) => p.functionResponse?.name === REQUEST_ELICITATION),
+    );
+    expect(expiry?.content?.parts[0]?.functionResponse?.response).toMatchObject({
+      action: 'decline',
+      reason: 'no answer within 1500 ms',
+    });
+  });
+
+  it('withdraws a waiting elicitation and cancels the call at the server when the run is cancelled', async () => {
+    const { toolset: tools, log } = await toolset();
+    const engine = await engineWith(
+      new LlmAgent({
+        name: 'greeter',
+        model: callsOnce('ask', { question: 'Still there?' }),
+        tools: [tools],
+      }),
+    );
+    const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
+    const waiting = await waitFor(
+      async () => (await engine.get(invocationId)).pending.find((p) => p.kind === 'elicitation'),
+      { timeoutMs: 60_000, what: 'the elicitation to be pending' },
+    );
+    expect((await engine.cancel(invocationId)).status).toBe('cancelled');
+    await waitFor(() => calls(log).some((c) => c.end === 'cancelled'), {
+      timeoutMs: 30_000,
+      what: 'the server to see the call cancelled',
+    });
+    expect(calls(log).filter((c) => c.end === 'done')).toEqual([]);
+    expect(await invocationToolRequests(engine.store.db, invocationId)).toMatchObject([
+      { callId: waiting.callId, status: 'cancelled' },
+    ]);
+    await expect(
+      engine.respond({
+        invocationId,
+        functionResponses: [{ id: waiting.callId, response: { action: 'decline' } }],
+      }),
+    ).rejects.toMatchObject({ code: 'CONFLICT' });
   });
 
   it('cancels the open call at the server when the run is cancelled', async () => {

@@ -241,6 +241,54 @@ export async function answersFromConsole(browser: Browser, t: ConsoleTarget): Pr
   return trouble;
 }
 
+/**
+ * A question a running tool asks (ToolContext.elicit, as an MCP server's elicitation): shown in the inbox with its
+ * fields while the run is still running; a required field left empty is refused on the page; Accept with the
+ * fields completes the run with them, and the audit trail says who answered.
+ */
+export async function elicitationFromConsole(browser: Browser, t: ConsoleTarget): Promise<PageTrouble> {
+  const { page, trouble } = await openPage(browser);
+  await page.goto(t.url);
+  await signIn(page, t.opsKey);
+  const id = await enqueue(t, 'survey', 'sign me up');
+  await waitFor(
+    async () =>
+      (await api<InvocationJson>(t, `/v1/invocations/${id}`)).pending.find((p) => p.kind === 'elicitation'),
+    { timeoutMs: 60_000, what: `run ${id} to ask its question` },
+  );
+  expect((await api<InvocationJson>(t, `/v1/invocations/${id}`)).status).toBe('running');
+  await page.getByRole('link', { name: /^Inbox/ }).click();
+  const question = card(page, 'ask_user', 'question').filter({
+    has: page.locator(`a[href="#/runs/${id}"]`),
+  });
+  await question.waitFor({ timeout: SHOWS_MS });
+  expect(await question.textContent()).toContain('Who is signing up? · from signup form');
+  await question.getByLabel('Age').fill('36');
+  await question.getByRole('button', { name: 'Accept' }).click();
+  await expect
+    .poll(() => question.getByRole('alert').textContent(), { timeout: SHOWS_MS })
+    .toContain('Name is required');
+  expect((await api<InvocationJson>(t, `/v1/invocations/${id}`)).status).toBe('running');
+  await question.getByLabel('Name *').fill('Ada');
+  await question.getByRole('button', { name: 'Accept' }).click();
+  const done = await runReaches(t, id, 'completed');
+  expect(JSON.parse(done.output?.replace(/^signed up: /, '') ?? '')).toEqual({
+    action: 'accept',
+    content: { name: 'Ada', age: 36 },
+  });
+  const requests = await api<{ requests: unknown[] }>(t, `/v1/invocations/${id}/requests`);
+  expect(requests.requests).toMatchObject([
+    {
+      kind: 'elicitation',
+      status: 'answered',
+      answeredBy: 'ops',
+      response: { action: 'accept', content: { name: 'Ada', age: 36 } },
+    },
+  ]);
+  await page.context().close();
+  return trouble;
+}
+
 /** Cancel and retry from the run page, each checked through the API. */
 export async function cancelRetryFromConsole(browser: Browser, t: ConsoleTarget): Promise<PageTrouble> {
   const { page, trouble } = await openPage(browser);

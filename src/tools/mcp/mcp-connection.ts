@@ -11,7 +11,12 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ElicitRequestSchema,
+  ToolListChangedNotificationSchema,
+  type ElicitRequest,
+  type ElicitResult,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { AgentloomError } from '../../core/errors.js';
 
@@ -46,8 +51,19 @@ export function describeServer(connection: McpConnectionOptions): string {
   return 'url' in connection ? connection.url : [connection.command, ...(connection.args ?? [])].join(' ');
 }
 
+/** Answers a server's elicitation (`elicitation/create`) for the call the connection serves now. */
+export type ElicitationHandler = (
+  params: ElicitRequest['params'],
+  signal: AbortSignal,
+) => Promise<ElicitResult>;
+
 /** A lazily opened, reopened-when-lost client (see the file's comment). */
 export class McpConnection {
+  /**
+   * Who answers the server's questions: set by the call this connection serves (a connection serves one call at a
+   * time, since MCP does not say which open call a question belongs to). None → the question is declined.
+   */
+  onElicit: ElicitationHandler | undefined;
   private opening: Promise<Client> | undefined;
   /** The client opened last: only its closing forgets the connection. */
   private current: Client | undefined;
@@ -80,7 +96,19 @@ export class McpConnection {
   private async open(logger: Logger | undefined): Promise<Client> {
     let last: unknown;
     for (let attempt = 1; attempt <= OPEN_ATTEMPTS; attempt++) {
-      const client = new Client(CLIENT_INFO, { capabilities: {} });
+      // Form-mode elicitation: a server may ask the user for input during a call (ToolContext.elicit).
+      const client = new Client(CLIENT_INFO, { capabilities: { elicitation: {} } });
+      client.setRequestHandler(ElicitRequestSchema, async (request, extra) => {
+        const handler = this.onElicit;
+        if (!handler) {
+          logger?.warn(
+            { mcpServer: this.name },
+            `MCP server "${this.name}" asked for input outside a tool call; declined`,
+          );
+          return { action: 'decline' };
+        }
+        return handler(request.params, extra.signal);
+      });
       client.onclose = () => {
         // A lost connection (a stdio server that died): the next call opens a new one.
         if (this.current !== client) return;

@@ -19,7 +19,11 @@ import { zodIssues } from '../../core/validation.js';
 import type { ToolDeclaration } from '../../models/model.js';
 import type { SideEffects, Tool, ToolContext } from '../tool.js';
 import type { Toolset, ToolsetContext } from '../toolset.js';
+import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
+
+/** The SDK's own request timeout: a day (our deadline decides; see call). */
+const SDK_TIMEOUT_MS = 86_400_000;
 
 /** The `_meta` key of a call's idempotency key. */
 export const IDEMPOTENCY_META_KEY = 'dev.agentloom/idempotencyKey';
@@ -97,7 +101,9 @@ export class McpToolset implements Toolset {
   readonly isToolset = true as const;
   readonly name: string;
   private readonly options: McpToolsetOptions;
-  private readonly connection: McpConnection;
+  /** Connections not serving a call now, and all of them (see {@link lease}). */
+  private readonly idle: McpConnection[] = [];
+  private readonly connections = new Set<McpConnection>();
   private listed: { at: number; tools: Tool[] } | undefined;
   private listing: Promise<Tool[]> | undefined;
 
@@ -110,12 +116,31 @@ export class McpToolset implements Toolset {
     }
     this.options = options;
     this.name = options.name ?? options.prefix ?? serverName(options.connection);
-    this.connection = new McpConnection(this.name, options.connection, {
-      openTimeoutMs: Math.min(this.timeoutMs, 30_000),
-      onToolListChanged: () => {
-        this.listed = undefined;
-      },
-    });
+  }
+
+  /**
+   * Runs `work` on a connection no other call uses meanwhile: an idle one, or a new one. A server's question
+   * (elicitation) names no call, so a connection serves one call at a time and its questions are that call's.
+   * A worker thus holds as many connections (stdio: child processes) as calls it runs at once on this server.
+   */
+  private async lease<T>(work: (connection: McpConnection) => Promise<T>): Promise<T> {
+    let connection = this.idle.pop();
+    if (!connection) {
+      connection = new McpConnection(this.name, this.options.connection, {
+        openTimeoutMs: Math.min(this.timeoutMs, 30_000),
+        onToolListChanged: () => {
+          this.listed = undefined;
+        },
+      });
+      this.connections.add(connection);
+    }
+    try {
+      return await work(connection);
+    } finally {
+      connection.onElicit = undefined;
+      // Unless the toolset was closed meanwhile.
+      if (this.connections.has(connection)) this.idle.push(connection);
+    }
   }
 
   /** Longest one call may take (ms). */
@@ -162,18 +187,24 @@ export class McpToolset implements Toolset {
 
   async close(): Promise<void> {
     this.listed = undefined;
-    await this.connection.close();
+    const all = [...this.connections];
+    this.connections.clear();
+    this.idle.length = 0;
+    await Promise.all(all.map((c) => c.close()));
   }
 
   private async list(logger: Logger | undefined): Promise<Tool[]> {
-    const client = await this.connection.client(logger);
-    const listed: ListedTool[] = [];
-    let cursor: string | undefined;
-    do {
-      const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
-      listed.push(...(page.tools as ListedTool[]));
-      cursor = page.nextCursor;
-    } while (cursor);
+    const listed = await this.lease(async (connection) => {
+      const client = await connection.client(logger);
+      const tools: ListedTool[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
+        tools.push(...(page.tools as ListedTool[]));
+        cursor = page.nextCursor;
+      } while (cursor);
+      return tools;
+    });
     const filter = this.options.toolFilter && new Set(this.options.toolFilter);
     const tools: Tool[] = [];
     for (const tool of listed) {
@@ -215,55 +246,82 @@ export class McpToolset implements Toolset {
     return this.options.idempotent?.includes(name) ? 'idempotent' : 'unsafe';
   }
 
-  /** Calls the server's tool `name` (opening the connection if needed): the result, or an error. */
+  /**
+   * Calls the server's tool `name` (opening a connection if needed): the result, or an error. A question the
+   * server asks meanwhile goes to the user (ctx.elicit) and waits up to `timeoutMs` for an answer; the time it
+   * waits does not count against the call's own `timeoutMs`.
+   */
   async call(
     name: string,
     args: Record<string, unknown>,
     ctx: ToolContext,
     logger: Logger | undefined,
   ): Promise<Record<string, unknown>> {
-    const client = await this.connection.client(logger);
-    const timeoutMs = this.timeoutMs;
-    try {
-      const result = await withDeadline(
-        (signal) =>
-          client.callTool(
-            { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
-            undefined,
-            // The SDK's own timeout a little later: ours names the server and the tool.
-            {
-              signal,
-              timeout: timeoutMs + 5_000,
-              onprogress: ({ progress, total, message }) =>
-                ctx.reportProgress({
-                  progress,
-                  ...(total !== undefined ? { total } : {}),
-                  ...(message !== undefined ? { message } : {}),
-                }),
-            },
-          ),
-        {
-          parent: ctx.signal,
-          timeoutMs,
-          error: () =>
-            new AgentloomError(
-              'TIMEOUT',
-              `MCP server "${this.name}" did not answer tool "${name}" within ${timeoutMs} ms; raise timeoutMs on the McpToolset if it needs longer`,
-              { details: { mcpServer: this.name, tool: name, timeoutMs } },
+    return this.lease(async (connection) => {
+      const client = await connection.client(logger);
+      const timeoutMs = this.timeoutMs;
+      let hold: (() => () => void) | undefined;
+      connection.onElicit = async (params) => {
+        if (params.mode === 'url') return { action: 'decline' };
+        const release = hold?.();
+        try {
+          const answer = await ctx.elicit({
+            message: params.message,
+            requestedSchema: params.requestedSchema as Record<string, unknown>,
+            source: this.name,
+            timeoutMs,
+          });
+          return answer.action === 'accept'
+            ? { action: 'accept', content: answer.content as ElicitResult['content'] }
+            : { action: answer.action };
+        } finally {
+          release?.();
+        }
+      };
+      try {
+        const result = await withDeadline(
+          (signal) =>
+            client.callTool(
+              { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
+              undefined,
+              {
+                signal,
+                // Ours is the deadline (it names the server and the tool, and stops while the user is asked).
+                timeout: SDK_TIMEOUT_MS,
+                onprogress: ({ progress, total, message }) =>
+                  ctx.reportProgress({
+                    progress,
+                    ...(total !== undefined ? { total } : {}),
+                    ...(message !== undefined ? { message } : {}),
+                  }),
+              },
             ),
-        },
-      );
-      return responseOf(result as Record<string, unknown>);
-    } catch (err) {
-      if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
-      logger?.warn({ mcpServer: this.name, tool: name, err }, `MCP call of "${name}" failed`);
-      if (err instanceof AgentloomError) throw err;
-      throw new AgentloomError(
-        'TOOL_ERROR',
-        `MCP server "${this.name}" failed tool "${name}": ${err instanceof Error ? err.message : String(err)}`,
-        { details: { mcpServer: this.name, tool: name }, cause: err },
-      );
-    }
+          {
+            parent: ctx.signal,
+            timeoutMs,
+            holds: (h) => {
+              hold = h;
+            },
+            error: () =>
+              new AgentloomError(
+                'TIMEOUT',
+                `MCP server "${this.name}" did not answer tool "${name}" within ${timeoutMs} ms; raise timeoutMs on the McpToolset if it needs longer`,
+                { details: { mcpServer: this.name, tool: name, timeoutMs } },
+              ),
+          },
+        );
+        return responseOf(result as Record<string, unknown>);
+      } catch (err) {
+        if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+        logger?.warn({ mcpServer: this.name, tool: name, err }, `MCP call of "${name}" failed`);
+        if (err instanceof AgentloomError) throw err;
+        throw new AgentloomError(
+          'TOOL_ERROR',
+          `MCP server "${this.name}" failed tool "${name}": ${err instanceof Error ? err.message : String(err)}`,
+          { details: { mcpServer: this.name, tool: name }, cause: err },
+        );
+      }
+    });
   }
 }
 
