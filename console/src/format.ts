@@ -36,5 +36,7 @@ export function kindLabel(kind: string): string {
       ? 'long-running call'
       : kind === 'elicitation'
         ? 'question'
-        : 'in-doubt call';
+        : kind === 'auth'
+          ? 'credential'
+          : 'in-doubt call';
 }

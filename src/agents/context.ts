@@ -8,6 +8,7 @@ import type { StoredError } from '../core/errors.js';
 import type { Model } from '../models/model.js';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
+import type { AuthCredential, ToolAuth } from '../tools/auth.js';
 
 export type { ChildOutcome };
 
@@ -32,13 +33,15 @@ export interface InvocationContext {
 export interface PauseRequest {
   /** The id to answer: the adk_request_confirmation call id, or the long-running call's own id. */
   callId: string;
-  kind: 'confirmation' | 'long_running' | 'in_doubt';
+  kind: 'confirmation' | 'long_running' | 'in_doubt' | 'auth';
   /** The original tool call. */
   name: string;
   args: Record<string, unknown>;
   originalCallId: string;
   hint?: string;
   payload?: unknown;
+  /** With kind `auth`: what is asked for (the scheme and the credential key; never a secret). */
+  auth?: Record<string, unknown>;
 }
 
 /**
@@ -107,6 +110,8 @@ export interface NodeRuntime {
   fault(point: string): Promise<void>;
   /** Delivers a token-level partial response to live listeners (never stored). */
   publishPartial(content: Content): void;
+  /** The run's user's stored credential for `auth`, opened; undefined when they have none. */
+  credential(auth: ToolAuth): Promise<AuthCredential | undefined>;
   /**
    * Asks the user for input while the tool call `call` is open (see ToolContext.elicit): stores the request (an
    * event and a pending call of kind `elicitation`, fenced), then waits for the answer, the timeout or a cancel.

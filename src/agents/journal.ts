@@ -99,6 +99,19 @@ export class Journal {
     return found;
   }
 
+  /** The standing (not withdrawn) credential request of a call: its request call id; of several, the last. */
+  credentialRequest(callId: string): string | undefined {
+    let found: string | undefined;
+    for (const event of this.events) {
+      if (event.author !== this.agentName) continue;
+      for (const call of functionCallsOf(event.content)) {
+        if (call.name !== REQUEST_CREDENTIAL || !call.id || this.withdrawn.has(call.id)) continue;
+        if ((call.args as { functionCallId?: unknown }).functionCallId === callId) found = call.id;
+      }
+    }
+    return found;
+  }
+
   /**
    * Whether this call was answered with an interim long-running response. (The model event that made the call
    * lists it in `longRunningToolIds` too; only a response event says the tool ran.)

@@ -6,6 +6,7 @@ import { isTimeoutMs } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
 import { isToolset, type Toolset } from '../tools/toolset.js';
+import type { Tool } from '../tools/tool.js';
 import { AgentTool } from './agent-tool.js';
 import { BaseAgent, type AgentKind } from './base-agent.js';
 import { callbackChains, type CallbackChains } from './callbacks.js';
@@ -107,6 +108,11 @@ export class LlmAgent extends BaseAgent implements LlmFlowAgent {
   private toolsetDefinitions(): { toolsets?: Record<string, unknown>[] } {
     const toolsets = (this.options.tools ?? []).flatMap((t) => (isToolset(t) ? [t.definition()] : []));
     return toolsets.length > 0 ? { toolsets } : {};
+  }
+
+  /** The tools it holds as instances (not names, not toolsets). */
+  get toolInstances(): Tool[] {
+    return (this.options.tools ?? []).filter((t): t is Tool => typeof t !== 'string' && !isToolset(t));
   }
 
   /** The toolsets among its tools (the engine closes them when it closes). */

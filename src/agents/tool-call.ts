@@ -10,7 +10,8 @@ import { newId } from '../core/ids.js';
 import { toResponseObject, type Tool } from '../tools/tool.js';
 import { runChain } from './callbacks.js';
 import type { PauseRequest } from './context.js';
-import { REQUEST_CONFIRMATION, type Journal } from './journal.js';
+import { publicAuthConfig, type ToolAuth } from '../tools/auth.js';
+import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, type Journal } from './journal.js';
 import {
   actionsOf,
   ChildPaused,
@@ -159,6 +160,53 @@ async function requestConfirmation(
   return { kind: 'pending', request: pendingConfirmation(call, requestId, request) };
 }
 
+/**
+ * Asks the run's user for the tool's credential: an `adk_request_credential` call (ADK's shape: `{functionCallId,
+ * authConfig}`, the config without any secret) carrying the state the before-tool callbacks wrote, and a pending
+ * call of kind `auth`. The answer is stored in the credential store, never in an event (engine/resume.ts).
+ */
+async function requestCredential(
+  scope: CallScope,
+  call: FunctionCall,
+  auth: ToolAuth,
+  writes: Partial<EventActions>,
+): Promise<CallResult> {
+  const id = call.id as string;
+  let requestId = scope.journal.credentialRequest(id);
+  // Answered, yet no credential now (it was revoked meanwhile): ask again, under a new id.
+  if (!requestId || scope.journal.userResponse(requestId)) {
+    requestId = newId('auth');
+    await scope.rt.emit({
+      author: scope.agent.name,
+      content: {
+        role: 'model',
+        parts: [
+          {
+            functionCall: {
+              id: requestId,
+              name: REQUEST_CREDENTIAL,
+              args: { functionCallId: id, authConfig: publicAuthConfig(auth) },
+            },
+          },
+        ],
+      },
+      longRunningToolIds: [requestId],
+      actions: { stateDelta: {}, artifactDelta: {}, ...writes },
+    });
+  }
+  return {
+    kind: 'pending',
+    request: {
+      callId: requestId,
+      kind: 'auth',
+      name: call.name,
+      args: call.args ?? {},
+      originalCallId: id,
+      auth: publicAuthConfig(auth),
+    },
+  };
+}
+
 function unknownTool(scope: CallScope, call: FunctionCall): Promise<CallResult> {
   const known = [...scope.tools.keys()].join(', ') || 'none';
   const error = `tool "${call.name}" is not available to ${scope.agent.name} (tools: ${known})`;
@@ -178,7 +226,12 @@ async function beforeTool(
   ctx: MutableToolContext,
 ): Promise<CallResult | undefined> {
   const id = call.id as string;
-  if (ctx.toolConfirmation || scope.journal.wasDelegated(id) || scope.journal.wasStarted(id))
+  if (
+    ctx.toolConfirmation ||
+    scope.journal.wasDelegated(id) ||
+    scope.journal.wasStarted(id) ||
+    scope.journal.credentialRequest(id)
+  )
     return undefined;
   const args = call.args ?? {};
   const answer = await runChain(scope.agent.callbacks.beforeToolCallback, tool, args, ctx);
@@ -229,6 +282,11 @@ async function runTool(
   const ctx = makeToolContext(scope, call, toolConfirmation);
   const decided = await beforeTool(scope, call, tool, ctx);
   if (decided) return decided;
+  // The auth gate: after confirmation (a rejected call never costs a consent), before the call runs.
+  if (tool.auth) {
+    ctx.credential = await scope.rt.credential(tool.auth);
+    if (!ctx.credential) return requestCredential(scope, call, tool.auth, stateWrites(ctx));
+  }
   if (tool.sideEffects === 'unsafe') {
     const guarded = await guardUnsafe(scope, call, ctx);
     if (guarded) return guarded;

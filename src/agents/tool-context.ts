@@ -28,6 +28,7 @@ export interface CallScope {
 
 /** A ToolContext that also holds what the call recorded, for the event that stores its outcome. */
 export interface MutableToolContext extends ToolContext {
+  credential: ToolContext['credential'];
   confirmationRequest: { hint?: string; payload?: unknown } | undefined;
   delta: Record<string, unknown>;
   appends: StateAppend[];
@@ -86,6 +87,7 @@ export function makeToolContext(
     agentName: agent.name,
     idempotencyKey: `${rt.invocationId}:${id}`,
     toolConfirmation,
+    credential: undefined,
     confirmationRequest: undefined,
     delta,
     appends,

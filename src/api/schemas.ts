@@ -195,6 +195,10 @@ export const pendingCallSchema = z
     elicitation: elicitationSchema
       .optional()
       .describe('with kind "elicitation": what the open call asks (answer {action, content?})'),
+    auth: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('with kind "auth": {authScheme, credentialKey}; answer with {exchangedAuthCredential}'),
   })
   .meta({ id: 'PendingCall' });
 
@@ -310,6 +314,7 @@ export const toolRequestSchema = z
     branch: z.string().optional(),
     originalCallId: z.string(),
     elicitation: elicitationSchema.optional(),
+    auth: z.record(z.string(), z.unknown()).optional(),
     status: z
       .enum(['pending', 'answered', 'cancelled', 'expired'])
       .describe(

@@ -18,7 +18,9 @@ import { Store } from '../store/store.js';
 import { loadAppsModule } from './apps-module.js';
 import { Engine } from './engine.js';
 import type { EngineOptions, QueueOption } from './engine-options.js';
-import { registerApps } from './registry.js';
+import { authToolsOf, registerApps } from './registry.js';
+import { CredentialVault, missingSecretKey } from './credential-vault.js';
+import { parseSecretKey, SecretBox } from '../core/secret-box.js';
 
 const QUEUE_HINT =
   "queue must be 'local', { redis: 'redis://…' }, { postgres: 'postgres://…' } or a StepQueue instance";
@@ -126,6 +128,17 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       : undefined;
   const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
   const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn' });
+  const secretKey = options.secretKey ?? env.AGENTLOOM_SECRET_KEY;
+  const vault = secretKey ? new CredentialVault(new SecretBox(parseSecretKey(secretKey))) : undefined;
+  const tools = new Map(Object.entries({ ...loaded?.tools, ...options.tools }));
+  if (!vault) {
+    const gated = authToolsOf(apps.values(), tools.values());
+    if (gated.length > 0) {
+      const err = missingSecretKey();
+      err.message = `tool ${gated.map((t) => `"${t}"`).join(', ')} declares auth: ${err.message}`;
+      throw err;
+    }
+  }
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -142,7 +155,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       apps,
       logger,
       models: new Map(Object.entries({ ...loaded?.models, ...options.models })),
-      tools: new Map(Object.entries({ ...loaded?.tools, ...options.tools })),
+      tools,
+      vault,
       geminiApiKey: options.geminiApiKey ?? env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY,
     },
     options,

@@ -9,6 +9,7 @@ import type { StepQueue } from '../queue/step-queue.js';
 import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineObserver } from './observer.js';
+import type { CredentialVault } from './credential-vault.js';
 import type { AppDefinition, RegisteredApp } from './registry.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
@@ -29,6 +30,11 @@ export interface EngineOptions {
   logger?: Logger;
   tools?: Record<string, Tool>;
   models?: Record<string, Model>;
+  /**
+   * The key that seals users' tool credentials at rest (32 random bytes as base64 or hex). Default:
+   * $AGENTLOOM_SECRET_KEY. Required when a tool declares `auth`.
+   */
+  secretKey?: string;
   /** Gemini API key for models named by a Gemini id. Default: $GEMINI_API_KEY / $GOOGLE_API_KEY. */
   geminiApiKey?: string;
   /**
@@ -67,4 +73,6 @@ export interface EngineParts {
   models: Map<string, Model>;
   tools: Map<string, Tool>;
   geminiApiKey: string | undefined;
+  /** Users' tool credentials, when the deployment has a secret key. */
+  vault: CredentialVault | undefined;
 }

@@ -22,6 +22,7 @@ import { observeSteps } from './observer.js';
 import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
 import { toolsetsOf, type RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
+import type { CredentialVault } from './credential-vault.js';
 import { Scheduler } from './scheduler.js';
 import { schedulerDeps } from './scheduler-deps.js';
 import type { InvocationView, NodeView } from './views.js';
@@ -34,6 +35,7 @@ export class Engine {
   readonly store: Store;
   readonly apps: ReadonlyMap<string, RegisteredApp>;
   readonly logger: Logger;
+  private readonly vault: CredentialVault | undefined;
   private readonly queue: StepQueue;
   private readonly bus: Bus;
   private readonly scheduler: Scheduler;
@@ -52,6 +54,7 @@ export class Engine {
     private readonly options: Omit<EngineOptions, 'apps'>,
   ) {
     this.store = parts.store;
+    this.vault = parts.vault;
     this.queue = parts.queue;
     this.bus = parts.bus;
     this.apps = parts.apps;
@@ -262,7 +265,11 @@ export class Engine {
     }
     for (const response of input.functionResponses) {
       const { jobs, definition } = await this.store.transaction(async (tx) => {
-        const answered = await answerTx(tx, response, { invocationId: input.invocationId, by: input.by });
+        const answered = await answerTx(tx, response, {
+          invocationId: input.invocationId,
+          by: input.by,
+          vault: this.vault,
+        });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
         const inv = await getInvocation(tx, answered.invocationId);
         this.assertSameDefinition(inv);

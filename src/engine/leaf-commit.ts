@@ -83,6 +83,7 @@ export async function commitLeaf(env: StepEnv, commit: LeafCommit): Promise<Node
           args: r.args,
           hint: r.hint,
           payload: r.payload,
+          ...(r.auth ? { auth: r.auth } : {}),
           originalCallId: r.originalCallId,
           branch: row.branch,
         } as Record<string, unknown>,

@@ -2,9 +2,7 @@
  * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
  * it locks the node row and proceeds only if the attempt is still ours and the node still running.
  */
-import type { NodeRuntime, SuspendChild } from '../agents/context.js';
-import type { ChildOutcome } from '../tools/tool.js';
-import { NodeSuspended } from '../agents/context.js';
+import { NodeSuspended, type NodeRuntime, type SuspendChild } from '../agents/context.js';
 import { SETTLED, type NodeStatus } from '../agents/workflow.js';
 import { AgentloomError, type StoredError } from '../core/errors.js';
 import type { Content } from '../core/content.js';
@@ -24,10 +22,12 @@ import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
 import { askDuringCall, type ElicitingCall } from './elicitation.js';
+import { loadCredential, type CredentialVault } from './credential-vault.js';
+import type { AuthCredential, ToolAuth } from '../tools/auth.js';
 import { applyToState } from '../store/state.js';
 import { exitLoop } from '../tools/exit-loop.js';
 import type { Logger } from 'pino';
-import type { ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
+import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 
 /** What the runtime needs from the engine. */
@@ -45,6 +45,8 @@ export interface NodeRuntimeDeps {
   observeTool?: (tool: Tool) => Tool;
   /** Where toolsets log (their servers' stderr, lost connections). */
   logger?: Logger;
+  /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
+  vault?: CredentialVault;
 }
 
 /**
@@ -366,6 +368,10 @@ export class EngineNodeRuntime implements NodeRuntime {
     const scope = { store, signal: this.signal, author: this.node.agent, appendInput, stored };
     const where = { invocationId: this.invocationId, nodePath: this.nodePath, branch: this.branch };
     return askDuringCall({ ...scope, ...where }, call, request);
+  }
+
+  credential(auth: ToolAuth): Promise<AuthCredential | undefined> {
+    return loadCredential(this.deps.vault, this.deps.store.db, { app: this.app, userId: this.userId }, auth);
   }
 
   publishPartial(content: Content): void {

@@ -185,6 +185,7 @@ export function observeTool(tool: Tool, observer: EngineObserver | undefined, lo
     description: tool.description,
     isLongRunning: tool.isLongRunning,
     sideEffects: tool.sideEffects,
+    ...(tool.auth ? { auth: tool.auth } : {}),
     declaration: () => tool.declaration(),
     requiresConfirmation: (args, ctx) => tool.requiresConfirmation(args, ctx),
     async run(args, ctx) {

@@ -4,6 +4,7 @@ import { BaseAgent } from '../agents/base-agent.js';
 import { LlmAgent } from '../agents/llm-agent.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Toolset } from '../tools/toolset.js';
+import type { Tool } from '../tools/tool.js';
 
 /** One app: a name and its root agent. */
 export interface AppDefinition {
@@ -71,6 +72,19 @@ export function registerApps(apps: readonly AppDefinition[]): Map<string, Regist
     registry.set(app.name, { name: app.name, root: app.agent, agents, definitionHash });
   }
   return registry;
+}
+
+/** The names of the tools that declare `auth`: the apps' agents' own and the registered ones. */
+export function authToolsOf(apps: Iterable<RegisteredApp>, registered: Iterable<Tool>): string[] {
+  const found = new Set<string>();
+  for (const tool of registered) if (tool.auth) found.add(tool.name);
+  for (const app of apps) {
+    for (const agent of app.agents.values()) {
+      if (!(agent instanceof LlmAgent)) continue;
+      for (const tool of agent.toolInstances) if (tool.auth) found.add(tool.name);
+    }
+  }
+  return [...found].sort();
 }
 
 /** The toolsets the apps' LLM agents hold (each once), to close with the engine. */

@@ -6,7 +6,16 @@
 import { isDeepStrictEqual } from 'node:util';
 import { AgentloomError } from '../core/errors.js';
 import { z } from 'zod';
-import { REQUEST_CONFIRMATION, REQUEST_ELICITATION } from '../agents/journal.js';
+import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, REQUEST_ELICITATION } from '../agents/journal.js';
+import {
+  credentialFromAnswer,
+  credentialKeyOf,
+  storedAnswer,
+  toolAuthSchema,
+  type AuthCredential,
+  type ToolAuth,
+} from '../tools/auth.js';
+import { missingSecretKey, type CredentialVault } from './credential-vault.js';
 import { zodIssues } from '../core/validation.js';
 import { isLeafKind } from '../agents/workflow.js';
 import type { Db } from '../store/database.js';
@@ -26,7 +35,7 @@ export interface FunctionResponseInput {
 export async function answerTx(
   tx: Db,
   input: FunctionResponseInput,
-  options: { invocationId?: string; by?: string },
+  options: { invocationId?: string; by?: string; vault?: CredentialVault },
 ): Promise<{ invocationId: string; jobs: NodeJobRef[] }> {
   if (typeof input?.id !== 'string' || input.id === '') {
     throw new AgentloomError(
@@ -57,8 +66,12 @@ export async function answerTx(
     );
   }
   const invocationId = request.invocationId;
+  // An answer with a credential: the credential goes to the vault; the event and the row keep only what it was.
+  const credential =
+    request.kind === 'auth' ? credentialOf(request.request, input, options.vault) : undefined;
+  const response = credential ? storedAnswer(credential.auth, credential.credential) : input.response;
   if (request.status === 'answered') {
-    if (isDeepStrictEqual(request.response, input.response)) return { invocationId, jobs: [] };
+    if (isDeepStrictEqual(request.response, response)) return { invocationId, jobs: [] };
     throw new AgentloomError(
       'CONFLICT',
       `call "${input.id}" was already answered by ${request.answeredBy ?? 'someone'} with a different response`,
@@ -120,11 +133,19 @@ export async function answerTx(
       author: 'user',
       content: {
         role: 'user',
-        parts: [{ functionResponse: { id: responseId, name, response: input.response } }],
+        parts: [{ functionResponse: { id: responseId, name, response } }],
       },
     },
   });
-  await answerToolRequestTx(tx, invocationId, input.id, input.response, options.by);
+  if (credential && options.vault) {
+    const owner = {
+      app: invocation.app,
+      userId: invocation.userId,
+      credentialKey: credentialKeyOf(credential.auth),
+    };
+    await options.vault.saveTx(tx, owner, credential.credential);
+  }
+  await answerToolRequestTx(tx, invocationId, input.id, response, options.by);
   if (node.status !== 'paused') return { invocationId, jobs: [] };
   const job = await wakeNodeTx(tx, invocationId, node.path, 'pending');
   await unpauseAncestorsTx(tx, invocationId, node.parentPath);
@@ -136,7 +157,19 @@ export async function answerTx(
 const FRAMEWORK_NAMES: Record<string, string | undefined> = {
   confirmation: REQUEST_CONFIRMATION,
   elicitation: REQUEST_ELICITATION,
+  auth: REQUEST_CREDENTIAL,
 };
+
+/** The credential an answer to an auth request carries, checked against what was asked. */
+function credentialOf(
+  request: Record<string, unknown>,
+  input: FunctionResponseInput,
+  vault: CredentialVault | undefined,
+): { auth: ToolAuth; credential: AuthCredential } {
+  if (!vault) throw missingSecretKey();
+  const auth = toolAuthSchema.parse(request.auth);
+  return { auth, credential: credentialFromAnswer(auth, input.response, input.id) };
+}
 
 /**
  * An elicitation's answer is MCP's ElicitResult: `{"action": "accept", "content": {…}}` with the object its

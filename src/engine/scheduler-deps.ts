@@ -29,6 +29,7 @@ export function schedulerDeps(
   const { observer } = options;
   return {
     store: parts.store,
+    vault: parts.vault,
     queue: parts.queue,
     apps: parts.apps,
     logger,

@@ -7,7 +7,7 @@ import type { ToolRequestRow } from '../store/tool-requests.js';
  * What a pending call waits for: a human's confirmation, a long-running call's response, a decision on a call in
  * doubt after a crash, or the input an open call asks for (an MCP elicitation).
  */
-export const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt', 'elicitation'] as const;
+export const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt', 'elicitation', 'auth'] as const;
 export type PendingKind = (typeof PENDING_KINDS)[number];
 
 /** What an elicitation asks (see ToolContext.elicit). */
@@ -30,6 +30,8 @@ export interface PendingCall {
   originalCallId: string;
   /** With kind `elicitation`: what it asks. */
   elicitation?: ElicitationView;
+  /** With kind `auth`: the credential asked for (`{authScheme, credentialKey}`; never a secret). */
+  auth?: Record<string, unknown>;
 }
 
 /** An invocation as `engine.get` returns it. */
@@ -81,6 +83,7 @@ export function pendingCallOf(r: ToolRequestRow): PendingCall {
     originalCallId?: string;
     branch?: string | null;
     elicitation?: ElicitationView;
+    auth?: Record<string, unknown>;
   };
   return {
     callId: r.callId,
@@ -93,6 +96,7 @@ export function pendingCallOf(r: ToolRequestRow): PendingCall {
     ...(req.branch ? { branch: req.branch } : {}),
     originalCallId: req.originalCallId ?? r.callId,
     ...(req.elicitation ? { elicitation: req.elicitation } : {}),
+    ...(req.auth ? { auth: req.auth } : {}),
   };
 }
 

@@ -211,3 +211,22 @@ export const artifacts = pgTable(
   },
   (t) => [primaryKey({ columns: [t.sessionId, t.name, t.version] })],
 );
+
+/**
+ * A user's credential for a tool (the auth gate): one per (app, user, credential key), the secret sealed with
+ * AES-256-GCM under AGENTLOOM_SECRET_KEY (src/auth/secret-box.ts). Nothing else in the database holds a secret.
+ */
+export const credentials = pgTable(
+  'credentials',
+  {
+    app: text('app').notNull(),
+    userId: text('user_id').notNull(),
+    credentialKey: text('credential_key').notNull(),
+    authType: text('auth_type').notNull(),
+    secret: bytea('secret').notNull(),
+    expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
+    createdAt: createdAt(),
+    updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.app, t.userId, t.credentialKey] })],
+);

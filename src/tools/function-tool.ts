@@ -3,6 +3,7 @@ import { isTimeoutMs, withDeadline } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
 import type { ToolDeclaration } from '../models/model.js';
+import { parseToolAuth, type ToolAuth } from './auth.js';
 import type { SideEffects, Tool, ToolContext } from './tool.js';
 
 /** Options of {@link FunctionTool}. */
@@ -24,6 +25,12 @@ export interface FunctionToolOptions<S extends z.ZodType<Record<string, unknown>
    * `{ error: "tool … did not finish within timeoutMs …" }`. Default: none (the step's `maxStepMs` bounds it).
    */
   timeoutMs?: number;
+  /**
+   * The user credential the tool needs (ADK's shape): `{ authScheme: {type: "apiKey", in, name} | {type: "http",
+   * scheme: "bearer" | "basic"}, credentialKey? }`. The call pauses (kind `auth`) until the run's user provides
+   * one; `execute` reads it from `toolContext.credential`.
+   */
+  auth?: ToolAuth;
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
@@ -37,6 +44,7 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
   private readonly parameters: S | undefined;
   private readonly execute: FunctionToolOptions<S>['execute'];
   private readonly confirm: FunctionToolOptions<S>['requireConfirmation'];
+  readonly auth: ToolAuth | undefined;
   /** Deadline of one call (ms), if any. */
   readonly timeoutMs: number | undefined;
 
@@ -56,6 +64,7 @@ export class FunctionTool<S extends z.ZodType<Record<string, unknown>> = z.ZodOb
       });
     }
     this.name = options.name;
+    this.auth = options.auth === undefined ? undefined : parseToolAuth(options.auth, options.name);
     this.description = options.description ?? '';
     this.parameters = options.parameters;
     this.execute = options.execute;

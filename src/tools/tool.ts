@@ -4,6 +4,7 @@
 import type { ToolConfirmation } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
 import type { ToolDeclaration } from '../models/model.js';
+import type { AuthCredential, ToolAuth } from './auth.js';
 
 /** Whether re-running a call whose response was lost is safe. */
 export type SideEffects = 'idempotent' | 'unsafe';
@@ -66,6 +67,8 @@ export interface ToolContext {
   readonly agentName: string;
   /** Stable across re-runs of this call: `<invocationId>:<functionCallId>`. Pass it to external APIs. */
   readonly idempotencyKey: string;
+  /** The user's credential, for a tool that declares `auth` (never from the model's arguments). */
+  readonly credential: AuthCredential | undefined;
   /** Set when the call is re-run after a human answered its confirmation request. */
   readonly toolConfirmation: ToolConfirmation | undefined;
   /** Asks a human to confirm before the call takes effect; the node pauses after this call returns. */
@@ -102,6 +105,11 @@ export interface Tool {
   readonly sideEffects: SideEffects;
   /** The declaration offered to the model. */
   declaration(): ToolDeclaration;
+  /**
+   * The credential the tool needs (the auth gate, after confirmation): without a stored one for the run's user, the
+   * call pauses with kind `auth` until the user provides it; then `ctx.credential` carries it.
+   */
+  readonly auth?: ToolAuth;
   /** Whether this call must be confirmed by a human before it runs. */
   requiresConfirmation(args: Record<string, unknown>, ctx: ToolContext): boolean | Promise<boolean>;
   /** Validates the arguments and runs the tool; the result becomes the function response. */
