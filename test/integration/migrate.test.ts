@@ -61,6 +61,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0002_sessions_followed_until',
         '0003_hot_updates',
         '0004_tool_requests_pending',
+        '0005_credentials',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
@@ -70,6 +71,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
       expect(tables.map((r) => r.table_name)).toEqual([
         'app_states',
         'artifacts',
+        'credentials',
         'events',
         'invocations',
         'nodes',
