@@ -110,6 +110,22 @@ async function emitResponse(
   return { kind: 'done', response, actions: event.actions };
 }
 
+/** Stores a framework request to a human (a long-running function call of the agent), with `writes` if any. */
+async function emitRequest(
+  scope: CallScope,
+  id: string,
+  name: string,
+  args: Record<string, unknown>,
+  writes: Partial<EventActions> = {},
+): Promise<void> {
+  await scope.rt.emit({
+    author: scope.agent.name,
+    content: { role: 'model', parts: [{ functionCall: { id, name, args } }] },
+    longRunningToolIds: [id],
+    actions: { stateDelta: {}, artifactDelta: {}, ...writes },
+  });
+}
+
 /**
  * Asks a human to confirm the call: the placeholder response (carrying `writes`, what the before-tool callbacks
  * stored in state: they are not asked again after the answer) and the adk_request_confirmation call.
@@ -137,25 +153,9 @@ async function requestConfirmation(
       requestedToolConfirmations: { [call.id as string]: toolConfirmation },
     },
   });
-  await scope.rt.emit({
-    author: scope.agent.name,
-    content: {
-      role: 'model',
-      parts: [
-        {
-          functionCall: {
-            id: requestId,
-            name: REQUEST_CONFIRMATION,
-            args: {
-              originalFunctionCall: { id: call.id, name: call.name, args: call.args ?? {} },
-              toolConfirmation,
-            },
-          },
-        },
-      ],
-    },
-    longRunningToolIds: [requestId],
-    actions: { stateDelta: {}, artifactDelta: {} },
+  await emitRequest(scope, requestId, REQUEST_CONFIRMATION, {
+    originalFunctionCall: { id: call.id, name: call.name, args: call.args ?? {} },
+    toolConfirmation,
   });
   return { kind: 'pending', request: pendingConfirmation(call, requestId, request) };
 }
@@ -176,23 +176,8 @@ async function requestCredential(
   // Answered, yet no credential now (it was revoked meanwhile): ask again, under a new id.
   if (!requestId || scope.journal.userResponse(requestId)) {
     requestId = newId('auth');
-    await scope.rt.emit({
-      author: scope.agent.name,
-      content: {
-        role: 'model',
-        parts: [
-          {
-            functionCall: {
-              id: requestId,
-              name: REQUEST_CREDENTIAL,
-              args: { functionCallId: id, authConfig: publicAuthConfig(auth) },
-            },
-          },
-        ],
-      },
-      longRunningToolIds: [requestId],
-      actions: { stateDelta: {}, artifactDelta: {}, ...writes },
-    });
+    const args = { functionCallId: id, authConfig: publicAuthConfig(auth) };
+    await emitRequest(scope, requestId, REQUEST_CREDENTIAL, args, writes);
   }
   return {
     kind: 'pending',

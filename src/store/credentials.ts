@@ -5,6 +5,15 @@ import { credentials } from './schema.js';
 
 export type CredentialRow = typeof credentials.$inferSelect;
 
+/** The row of (app, user, key). */
+function ownerIs(app: string, userId: string, credentialKey: string) {
+  return and(
+    eq(credentials.app, app),
+    eq(credentials.userId, userId),
+    eq(credentials.credentialKey, credentialKey),
+  );
+}
+
 /** Stores (or replaces) a user's sealed credential. */
 export async function upsertCredentialTx(
   tx: Db,
@@ -41,13 +50,7 @@ export async function findCredential(
   const [row] = await db
     .select()
     .from(credentials)
-    .where(
-      and(
-        eq(credentials.app, app),
-        eq(credentials.userId, userId),
-        eq(credentials.credentialKey, credentialKey),
-      ),
-    );
+    .where(ownerIs(app, userId, credentialKey));
   return row;
 }
 
@@ -60,13 +63,7 @@ export async function deleteCredentialTx(
 ): Promise<boolean> {
   const rows = await tx
     .delete(credentials)
-    .where(
-      and(
-        eq(credentials.app, app),
-        eq(credentials.userId, userId),
-        eq(credentials.credentialKey, credentialKey),
-      ),
-    )
+    .where(ownerIs(app, userId, credentialKey))
     .returning({ key: credentials.credentialKey });
   return rows.length > 0;
 }
