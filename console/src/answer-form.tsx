@@ -1,11 +1,12 @@
 /**
  * Answering one paused call: Approve / Reject a confirmation (with an optional note or JSON payload), a JSON
  * response to a long-running call, rerun / skip / fail for an in-doubt call, and the fields a question (an MCP
- * elicitation) asks for with Accept / Decline / Cancel. JSON is checked before it is sent. An answer someone gave
- * first (409) is shown with who gave it and when.
+ * elicitation) asks for with Accept / Decline / Cancel, and the credential a tool needs (auth-fields.tsx). JSON is
+ * checked before it is sent. An answer someone gave first (409) is shown with who gave it and when.
  */
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from './api';
+import { AuthFields } from './auth-fields';
 import { when } from './format';
 import type { PendingCall } from './types';
 
@@ -78,13 +79,14 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
   const base = `/v1/invocations/${encodeURIComponent(invocationId)}`;
   const fieldId = (name: string) => `${call.callId}-${name}`;
 
-  async function send(verb: string, body: () => { path: string; body: unknown }): Promise<void> {
+  /** Sends an answer; true when it was stored. */
+  async function send(verb: string, body: () => { path: string; body: unknown }): Promise<boolean> {
     let request: { path: string; body: unknown };
     try {
       request = body();
     } catch (err) {
       setError((err as Error).message);
-      return;
+      return false;
     }
     setBusy(true);
     setError(undefined);
@@ -92,10 +94,12 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
       await postJson(request.path, request.body);
       onOutcome?.({ ok: true, text: `${verb} ${call.name} (${call.callId}) of run ${invocationId}.` });
       onAnswered();
+      return true;
     } catch (err) {
       const text = answerError(err);
       setError(text);
       onOutcome?.({ ok: false, text: `${call.name} (${call.callId}) of run ${invocationId}: ${text}` });
+      return false;
     } finally {
       setBusy(false);
     }
@@ -110,10 +114,11 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
       };
     });
 
-  const respond = (response: () => Record<string, unknown>) =>
+  /** Answers with a function response; `name` is the framework call a request of some kinds answers. */
+  const respond = (response: () => Record<string, unknown>, name = call.name) =>
     send('Answered', () => ({
       path: `${base}/responses`,
-      body: { functionResponses: [{ id: call.callId, name: call.name, response: response() }] },
+      body: { functionResponses: [{ id: call.callId, name, response: response() }] },
     }));
 
   return (
@@ -220,6 +225,14 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
           fieldId={fieldId}
           busy={busy}
           onAnswer={(answer) => void respond(answer)}
+        />
+      )}
+      {call.kind === 'auth' && call.auth && (
+        <AuthFields
+          auth={call.auth}
+          fieldId={fieldId}
+          busy={busy}
+          onAnswer={(answer) => respond(answer, 'adk_request_credential')}
         />
       )}
       {error && (

@@ -12,6 +12,16 @@ import type { AuthCredential, ToolAuth } from '../tools/auth.js';
 
 export type { ChildOutcome };
 
+/** A run's view of its user's credentials (the auth gate). */
+export interface RunCredentials {
+  /** The credential `auth` asks for, ready to use (refreshed when near expiry); undefined when the user must be asked. */
+  get(auth: ToolAuth): Promise<AuthCredential | undefined>;
+  /** Deletes the user's credential for `auth` (the service refused it). */
+  revoke(auth: ToolAuth): Promise<void>;
+  /** The config an `adk_request_credential` call shows (no secret); for OAuth2, where to consent for `requestId`. */
+  requestConfig(auth: ToolAuth, requestId: string): Promise<Record<string, unknown>>;
+}
+
 /** The invocation as a custom agent sees it (CONTRACT.md `runImpl(ctx)`). */
 export interface InvocationContext {
   readonly invocationId: string;
@@ -110,8 +120,8 @@ export interface NodeRuntime {
   fault(point: string): Promise<void>;
   /** Delivers a token-level partial response to live listeners (never stored). */
   publishPartial(content: Content): void;
-  /** The run's user's stored credential for `auth`, opened; undefined when they have none. */
-  credential(auth: ToolAuth): Promise<AuthCredential | undefined>;
+  /** The run's user's credentials (the auth gate). */
+  readonly credentials: RunCredentials;
   /**
    * Asks the user for input while the tool call `call` is open (see ToolContext.elicit): stores the request (an
    * event and a pending call of kind `elicitation`, fenced), then waits for the answer, the timeout or a cancel.

@@ -146,11 +146,30 @@ export class Journal {
     );
   }
 
-  /** Whether an unsafe tool call was started (marker stored before it ran). */
+  /**
+   * Whether an unsafe tool call was started (marker stored before it ran) and not since refused for its
+   * credential (the service refused it, so the call had no effect and may run again after the user's consent).
+   */
   wasStarted(callId: string): boolean {
-    return this.events.some(
-      (e) => e.author === this.agentName && e.actions.agentState?.startedCall === callId,
-    );
+    let started = false;
+    for (const event of this.events) {
+      if (event.author !== this.agentName) continue;
+      if (event.actions.agentState?.startedCall === callId) started = true;
+      else if (this.refusalsIn(event, callId) > 0) started = false;
+    }
+    return started;
+  }
+
+  /** Whether the call's credential was refused by its service once already (the user was asked again for it). */
+  credentialRefused(callId: string): boolean {
+    return this.events.some((e) => e.author === this.agentName && this.refusalsIn(e, callId) > 0);
+  }
+
+  private refusalsIn(event: Event, callId: string): number {
+    return functionCallsOf(event.content).filter((call) => {
+      const args = call.args as { functionCallId?: unknown; reason?: unknown } | undefined;
+      return call.name === REQUEST_CREDENTIAL && args?.functionCallId === callId && args.reason === 'refused';
+    }).length;
   }
 }
 

@@ -4,13 +4,13 @@
  * response event is stored before anything else happens.
  */
 import type { FunctionCall } from '../core/content.js';
-import { AgentloomError, isInfrastructureError } from '../core/errors.js';
+import { AgentloomError, AuthError, isInfrastructureError } from '../core/errors.js';
 import type { EventActions, ToolConfirmation } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import { toResponseObject, type Tool } from '../tools/tool.js';
 import { runChain } from './callbacks.js';
 import type { PauseRequest } from './context.js';
-import { publicAuthConfig, type ToolAuth } from '../tools/auth.js';
+import type { ToolAuth } from '../tools/auth.js';
 import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, type Journal } from './journal.js';
 import {
   actionsOf,
@@ -162,34 +162,68 @@ async function requestConfirmation(
 
 /**
  * Asks the run's user for the tool's credential: an `adk_request_credential` call (ADK's shape: `{functionCallId,
- * authConfig}`, the config without any secret) carrying the state the before-tool callbacks wrote, and a pending
- * call of kind `auth`. The answer is stored in the credential store, never in an event (engine/resume.ts).
+ * authConfig}`, the config without any secret; for OAuth2 where to consent) carrying the state the before-tool
+ * callbacks wrote, and a pending call of kind `auth`. The answer is stored in the credential store, never in an
+ * event (engine/resume.ts). `refused`: the service refused the stored credential (asked once per call).
  */
 async function requestCredential(
   scope: CallScope,
   call: FunctionCall,
   auth: ToolAuth,
   writes: Partial<EventActions>,
+  refused = false,
 ): Promise<CallResult> {
   const id = call.id as string;
   let requestId = scope.journal.credentialRequest(id);
-  // Answered, yet no credential now (it was revoked meanwhile): ask again, under a new id.
-  if (!requestId || scope.journal.userResponse(requestId)) {
-    requestId = newId('auth');
-    const args = { functionCallId: id, authConfig: publicAuthConfig(auth) };
-    await emitRequest(scope, requestId, REQUEST_CREDENTIAL, args, writes);
+  // Answered, yet no credential now (revoked, expired, refused): ask again, under a new id.
+  const ask = !requestId || scope.journal.userResponse(requestId) !== undefined || refused;
+  if (ask) requestId = newId('auth');
+  const authConfig = await scope.rt.credentials.requestConfig(auth, requestId as string);
+  if (ask) {
+    const args = { functionCallId: id, authConfig, ...(refused ? { reason: 'refused' } : {}) };
+    await emitRequest(scope, requestId as string, REQUEST_CREDENTIAL, args, writes);
   }
   return {
     kind: 'pending',
     request: {
-      callId: requestId,
+      callId: requestId as string,
       kind: 'auth',
       name: call.name,
       args: call.args ?? {},
       originalCallId: id,
-      auth: publicAuthConfig(auth),
+      auth: authConfig,
     },
   };
+}
+
+/**
+ * The auth gate: the credential into `ctx`, or the result that stands for the call without one (a pause for the
+ * user's consent; the tool's error when a token endpoint cannot be used).
+ */
+async function authGate(
+  scope: CallScope,
+  call: FunctionCall,
+  auth: ToolAuth,
+  ctx: MutableToolContext,
+): Promise<CallResult | undefined> {
+  try {
+    ctx.credential = await scope.rt.credentials.get(auth);
+  } catch (err) {
+    if (isControlFlow(err) || (err instanceof AgentloomError && err.code === 'CONFIG')) throw err;
+    return emitResponse(scope, call, { error: err instanceof Error ? err.message : String(err) }, {});
+  }
+  return ctx.credential ? undefined : requestCredential(scope, call, auth, stateWrites(ctx));
+}
+
+/** A credential the service refused: deleted, and the user asked again, unless they were for this call already. */
+async function credentialRefused(
+  scope: CallScope,
+  call: FunctionCall,
+  auth: ToolAuth,
+): Promise<CallResult | undefined> {
+  await scope.rt.credentials.revoke(auth);
+  if (scope.journal.credentialRefused(call.id as string)) return undefined;
+  return requestCredential(scope, call, auth, {}, true);
 }
 
 function unknownTool(scope: CallScope, call: FunctionCall): Promise<CallResult> {
@@ -269,8 +303,8 @@ async function runTool(
   if (decided) return decided;
   // The auth gate: after confirmation (a rejected call never costs a consent), before the call runs.
   if (tool.auth) {
-    ctx.credential = await scope.rt.credential(tool.auth);
-    if (!ctx.credential) return requestCredential(scope, call, tool.auth, stateWrites(ctx));
+    const gated = await authGate(scope, call, tool.auth, ctx);
+    if (gated) return gated;
   }
   if (tool.sideEffects === 'unsafe') {
     const guarded = await guardUnsafe(scope, call, ctx);
@@ -285,6 +319,10 @@ async function runTool(
   } catch (err) {
     if (err instanceof ChildPaused) return { kind: 'child_paused' };
     if (isControlFlow(err)) throw err;
+    if (err instanceof AuthError && tool.auth) {
+      const asked = await credentialRefused(scope, call, tool.auth);
+      if (asked) return asked;
+    }
     const recovered = await runChain(agent.callbacks.onToolErrorCallback, tool, args, ctx, err);
     response = recovered ?? { error: err instanceof Error ? err.message : String(err) };
   }

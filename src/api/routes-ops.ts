@@ -5,8 +5,11 @@ import { HttpError, routeNotFound } from './errors.js';
 import { pingDatabase } from '../store/queries.js';
 import { healthSchema, readySchema } from './schemas.js';
 
-/** Routes that answer without a key (load balancers and orchestrators probe them). */
-export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz']);
+/**
+ * Routes that answer without a key: load balancers and orchestrators probe the first two; a user's browser comes
+ * back from an OAuth2 provider to the callback (its single-use state is the capability).
+ */
+export const PUBLIC_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/v1/auth/callback']);
 
 /** Resolves 'ok', or a short reason (the error itself is logged, not shown to unauthenticated callers). */
 async function check(

@@ -25,6 +25,8 @@ import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './errors.js
 import type { Registry } from 'prom-client';
 import { ApiMetrics } from './metrics.js';
 import { appRoutes } from './routes-apps.js';
+import { credentialRoutes } from './routes-credentials.js';
+import { authRoutes } from './routes-auth.js';
 import { eventRoutes } from './routes-events.js';
 import { invocationRoutes } from './routes-invocations.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
@@ -231,6 +233,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   requestRoutes(server, ctx);
   eventRoutes(server, ctx);
   appRoutes(server, ctx);
+  credentialRoutes(server, ctx);
+  authRoutes(server, ctx);
   adkRoutes(server, ctx);
   await consoleRoutes(server);
   if (options.adkDevUiDir !== undefined) {

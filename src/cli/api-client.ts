@@ -14,6 +14,11 @@ import {
   type EnqueueBody,
   type InvocationJson,
 } from '../api/schemas.js';
+import {
+  credentialListSchema,
+  credentialsDeletedSchema,
+  type CredentialJson,
+} from '../api/credential-schemas.js';
 import { ApiClientError, UsageError } from './cli-errors.js';
 
 /** Where the API is when neither `--url` nor `AGENTLOOM_URL` says. */
@@ -81,6 +86,13 @@ function socketCode(err: unknown): string | undefined {
     if (typeof code === 'string' && SOCKET_CODES.test(code)) return code;
   }
   return undefined;
+}
+
+/** A query string of the fields that are set. */
+function queryOf(fields: Record<string, string | undefined>): URLSearchParams {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined) query.set(name, value);
+  return query;
 }
 
 /** A client of one agentloom API. */
@@ -219,12 +231,33 @@ export class ApiClient {
     return this.json(invocationSchema, path, { method: 'POST', body: answer });
   }
 
-  /** `POST /v1/invocations/:id/responses`: answers one paused call with `response`. */
-  respond(id: string, callId: string, response: Record<string, unknown>): Promise<InvocationJson> {
+  /**
+   * `POST /v1/invocations/:id/responses`: answers one paused call with `response`; `name` is the function answered
+   * (`adk_request_credential` for an `auth` pause), left out when not given.
+   */
+  respond(
+    id: string,
+    callId: string,
+    response: Record<string, unknown>,
+    name?: string,
+  ): Promise<InvocationJson> {
     return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/responses`, {
       method: 'POST',
-      body: { functionResponses: [{ id: callId, response }] },
+      body: { functionResponses: [{ id: callId, ...(name === undefined ? {} : { name }), response }] },
     });
+  }
+
+  /** `GET /v1/credentials`: a user's stored credentials (never their secrets), in one app or all. */
+  async credentials(filter: { userId: string; app?: string }): Promise<CredentialJson[]> {
+    const query = queryOf(filter);
+    return (await this.json(credentialListSchema, `/v1/credentials?${query}`)).credentials;
+  }
+
+  /** `DELETE /v1/credentials`: deletes a user's credentials (in one app, or the one under a key); how many. */
+  async deleteCredentials(filter: { userId: string; app?: string; credentialKey?: string }): Promise<number> {
+    const query = queryOf(filter);
+    return (await this.json(credentialsDeletedSchema, `/v1/credentials?${query}`, { method: 'DELETE' }))
+      .deleted;
   }
 
   /** `POST /v1/invocations/:id/cancel` (an ended run is left as it is). */

@@ -16,13 +16,14 @@ import { printStatus } from './status.js';
 
 /** Runs a command action and stores its exit code (errors go to main's handler). */
 type Action<A extends unknown[]> = (...args: A) => Promise<number>;
-const exitWith =
+export const exitWith =
   <A extends unknown[]>(action: Action<A>) =>
   async (...args: A): Promise<void> => {
     process.exitCode = await action(...args);
   };
 
-function clientOf(flags: ClientFlags): ApiClient {
+/** A client of the API the flags (then the environment) name. */
+export function clientOf(flags: ClientFlags): ApiClient {
   return new ApiClient(clientConfig(flags));
 }
 
@@ -97,14 +98,14 @@ function wholeNumber(text: string, flag: string): number {
 }
 
 /** One line saying what an answer did, and how to follow the run on. */
-function answered(client: ApiClient, what: string, view: InvocationJson): void {
+export function answered(client: ApiClient, what: string, view: InvocationJson): void {
   console.log(
     `${what}; ${view.id} is ${view.status} — follow it: ${cliLine(['events', view.id, '--follow'], hintsOf(client))}`,
   );
 }
 
 /** Adds `--url` and `--api-key` to a client command. */
-function withClientFlags(command: Command): Command {
+export function withClientFlags(command: Command): Command {
   return command
     .option('--url <url>', `address of the agentloom API (default $AGENTLOOM_URL, else ${DEFAULT_API_URL})`)
     .option('--api-key <key>', 'sent as Authorization: Bearer <key> (default $AGENTLOOM_API_KEY)');

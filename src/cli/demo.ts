@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
+import { LOG_REDACTION } from '../core/log-redaction.js';
 import { createEngine, loadEnv, type Engine } from '../index.js';
 import { buildWriterPipeline } from './demo-app.js';
 import { formatEvent, formatNode } from './format.js';
@@ -28,7 +29,7 @@ export async function runDemo(options: { dataDir?: string; topic?: string } = {}
   const engine = await createEngine({
     apps: [{ name: 'writer', agent: buildWriterPipeline(apiKey ? 'gemini-2.5-flash' : undefined) }],
     database: { pglite: dataDir },
-    logger: pino({ level: env.LOG_LEVEL ?? 'warn' }),
+    logger: pino({ level: env.LOG_LEVEL ?? 'warn', redact: LOG_REDACTION }),
   });
   try {
     console.log(

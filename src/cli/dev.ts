@@ -2,8 +2,9 @@
  * `agentloom dev`: everything in one process on one machine with no servers to install — PGlite on disk, the
  * in-process queue, the HTTP API and a worker. Serves `--apps` (a module, a YAML file or a folder of them), or
  * without it the example app (the reference pipeline of `agentloom demo`). Without API keys it listens on loopback
- * only. With `--walkthrough` (what `npm start` runs) it also enqueues one run of the example through its own API
- * and prints it live (see walkthrough.ts). SIGINT / SIGTERM close it; exit 0.
+ * only. Without AGENTLOOM_SECRET_KEY it seals users' tool credentials with a key of its own, kept in the data
+ * directory (dev-secret-key.ts). With `--walkthrough` (what `npm start` runs) it also enqueues one run of the
+ * example through its own API and prints it live (see walkthrough.ts). SIGINT / SIGTERM close it; exit 0.
  */
 import { z } from 'zod';
 import { httpGroup } from '../api/api-config.js';
@@ -25,6 +26,7 @@ import { StepMetrics } from '../workers/step-metrics.js';
 import type { Engine } from '../engine/engine.js';
 import { UsageError } from './cli-errors.js';
 import { EXAMPLE_APP, EXAMPLE_INPUT, exampleApps } from './demo-app.js';
+import { devSecretKey } from './dev-secret-key.js';
 import { cliLine } from './pending.js';
 import { terminalLogger } from './terminal-log.js';
 import { runWalkthrough } from './walkthrough.js';
@@ -43,6 +45,8 @@ const devGroup = settingsGroup({
     gemini: z.boolean(),
     /** A module exporting `tools` / `models` the YAML apps of `--apps` name. */
     registry: z.string().min(1, '--registry must name a module').optional(),
+    /** AGENTLOOM_SECRET_KEY; unset: the key in `<dataDir>/secret.key`, made on the first start. */
+    secretKey: z.string().optional(),
   },
   // `apps`: the check says whether to leave out the flag or the variable.
   read: (
@@ -54,6 +58,7 @@ const devGroup = settingsGroup({
     walkthrough: flags.walkthrough ?? false,
     clientKey: env.AGENTLOOM_API_KEY,
     gemini: Boolean(env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY),
+    secretKey: env.AGENTLOOM_SECRET_KEY,
   }),
   // Reported with a bad --port or --data too: it reads only flags and AGENTLOOM_APPS, valid whatever they hold.
   checkAlways: true,
@@ -151,6 +156,9 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
   const walkthrough = new AbortController();
   const devUi = config.apiKeys.length > 0 ? undefined : findAdkDevUi();
   const registries = config.registry === undefined ? {} : await loadRegistries(config.registry);
+  const logger = terminalLogger(config.logLevel);
+  // Tools that declare `auth` need a key to seal users' credentials: dev makes one rather than refusing to start.
+  const secretKey = config.secretKey ?? devSecretKey(config.dataDir, logger);
   const {
     engine,
     served,
@@ -159,11 +167,12 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
   } = await startProcess({
     name: 'dev',
     logLevel: config.logLevel,
-    logger: terminalLogger(config.logLevel),
+    logger,
     engine: {
       apps: config.apps ?? exampleApps(config.gemini),
       ...registries,
       database: { pglite: config.dataDir },
+      secretKey,
       queue: 'local',
       observer: stepMetrics.observer,
     },

@@ -8,6 +8,7 @@ import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
 import type { WorkerFlags } from '../config/worker-config.js';
 import { describeError, EXIT, exitCodeOfError } from './cli-errors.js';
+import { registerAuthCommands } from './auth-commands.js';
 import { registerClientCommands } from './client-commands.js';
 import type { DevFlags } from './dev.js';
 import type { ValidateFlags } from './validate.js';
@@ -150,6 +151,7 @@ program
   });
 
 registerClientCommands(program);
+registerAuthCommands(program);
 
 try {
   await program.parseAsync(process.argv);

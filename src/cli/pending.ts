@@ -1,9 +1,11 @@
 /**
  * How the CLI tells a person to answer a paused call: the exact `agentloom` command line (and `curl` line) for
- * each pending call, by kind — approve / reject a confirmation, respond to a long-running or in-doubt call.
+ * each pending call, by kind — approve / reject a confirmation, respond to a long-running or in-doubt call, give
+ * the credential an `auth` pause asks for.
  */
 import type { PendingCall } from '../engine/views.js';
 import { DEFAULT_API_URL } from './api-client.js';
+import { describeScheme, flagsFor, schemeOf } from './auth-answer.js';
 
 /** What the printed lines need besides the call. */
 export interface HintOptions {
@@ -48,7 +50,36 @@ export function describePending(call: PendingCall): string {
   return `${call.kind} of ${call.name}(${clip(JSON.stringify(call.args))}) at ${call.nodePath}${branch}`;
 }
 
-/** The indented `approve:` / `reject:` / `respond:` lines that answer `call`. */
+/**
+ * What an `auth` pause asks for (the scheme, the key it is stored under), where to consent when it is an OAuth2
+ * authorization, and the `agentloom auth` lines that answer it. The `auth` command takes the API's key from
+ * AGENTLOOM_API_KEY only (its --api-key is the tool's key), so no key argument is added to these lines.
+ */
+function authLines(invocationId: string, call: PendingCall, o: HintOptions, indent: string): string[] {
+  const scheme = schemeOf(call);
+  const key = call.auth?.credentialKey;
+  const url = call.auth?.authorizationUrl;
+  const lines = [
+    `${indent}asks:    ${describeScheme(scheme)}${typeof key === 'string' ? `, stored as "${key}"` : ''}`,
+  ];
+  if (typeof url === 'string') lines.push(`${indent}open to authorize: ${url}`);
+  const hints = { ...o, keyArgument: undefined };
+  const flags = flagsFor(scheme);
+  flags.forEach((flag, i) => {
+    const label = i === 0 ? 'answer: ' : 'or:     ';
+    lines.push(
+      `${indent}${label} ${cliLine(['auth', invocationId, call.callId, ...flag.split(' ')], hints)}`,
+    );
+  });
+  if (flags.length === 0) {
+    const basic =
+      '{"exchangedAuthCredential":{"authType":"http","http":{"scheme":"basic","credentials":{"username":"…","password":"…"}}}}';
+    lines.push(`${indent}respond: ${cliLine(['respond', invocationId, call.callId, basic], o)}`);
+  }
+  return lines;
+}
+
+/** The indented `approve:` / `reject:` / `respond:` / `answer:` lines that answer `call`. */
 export function answerLines(
   invocationId: string,
   call: PendingCall,
@@ -68,6 +99,7 @@ export function answerLines(
       `${indent}         (or {"action":"skip","result":{…}} / {"action":"fail"})`,
     ];
   }
+  if (call.kind === 'auth') return authLines(invocationId, call, o, indent);
   if (call.kind === 'elicitation') {
     const fields = Object.keys(
       ((call.elicitation?.requestedSchema as { properties?: object } | undefined)?.properties ??

@@ -3,6 +3,7 @@
  * `warn: message  {fields}` — instead of JSON, so the events `dev` prints on stdout stay readable.
  */
 import { pino, type Logger } from 'pino';
+import { LOG_REDACTION } from '../core/log-redaction.js';
 
 /** Fields that say nothing to someone reading the terminal. */
 const HIDDEN = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'component', 'err', 'reqId']);
@@ -24,7 +25,13 @@ function render(line: string): string {
 /** A logger at `level` writing readable lines to `out` (default stderr). */
 export function terminalLogger(level: string, out: NodeJS.WritableStream = process.stderr): Logger {
   return pino(
-    { level, base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } },
+    {
+      level,
+      base: undefined,
+      timestamp: false,
+      redact: LOG_REDACTION,
+      formatters: { level: (label) => ({ level: label }) },
+    },
     { write: (line: string) => out.write(render(line)) },
   );
 }

@@ -32,6 +32,9 @@ const envSchema = z.object({
   GEMINI_API_KEY: z.string().min(1).optional(),
   /** 32 random bytes (base64 or hex) that seal users' tool credentials at rest (the auth gate). */
   AGENTLOOM_SECRET_KEY: z.string().min(1).optional(),
+  AGENTLOOM_PUBLIC_URL: z
+    .url({ protocol: /^https?$/, error: 'AGENTLOOM_PUBLIC_URL must be an http(s) URL' })
+    .optional(),
   GOOGLE_API_KEY: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   PORT: z.coerce.number().int().min(1).max(65535).optional(),

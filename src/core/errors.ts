@@ -19,6 +19,7 @@ export type ErrorCode =
   | 'FENCED'
   | 'TIMEOUT'
   | 'CONFIG'
+  | 'AUTH'
   | 'INTERNAL';
 
 /** Options of {@link AgentloomError}. */
@@ -50,6 +51,17 @@ export class AgentloomError extends Error {
     return this.details === undefined
       ? { code: this.code, message: this.message }
       : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+/**
+ * Thrown by a tool whose credential was refused by the service it calls (an HTTP 401, a revoked token): the
+ * engine deletes the stored credential and asks the user again, once per call; a second refusal goes to the model.
+ */
+export class AuthError extends AgentloomError {
+  constructor(message = 'the credential was refused', options: AgentloomErrorOptions = {}) {
+    super('AUTH', message, options);
+    this.name = 'AuthError';
   }
 }
 

@@ -3,7 +3,7 @@
  * or hex). Each sealed value has its own random 96-bit nonce, and is bound to the row it belongs to (app, user,
  * credential key) as additional authenticated data: a ciphertext copied to another user's row does not open.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { AgentloomError } from './errors.js';
 
 const NONCE_BYTES = 12;
@@ -39,6 +39,15 @@ export class SecretBox {
   constructor(key: Buffer) {
     if (key.length !== 32) throw new AgentloomError('CONFIG', `a secret key is 32 bytes; ${MAKE_KEY_HINT}`);
     this.key = Buffer.from(key);
+  }
+
+  /**
+   * An HMAC-SHA256 of `data` (base64url) under a key derived from this one for `purpose` (HKDF): unforgeable by
+   * anyone without the deployment's key, and never the same for two purposes.
+   */
+  mac(purpose: string, data: string): string {
+    const key = Buffer.from(hkdfSync('sha256', this.key, Buffer.alloc(0), `agentloom ${purpose}`, 32));
+    return createHmac('sha256', key).update(data, 'utf8').digest('base64url');
   }
 
   /** `format | nonce | tag | ciphertext` of `plaintext`, bound to `context`. */

@@ -4,6 +4,7 @@
  * pub/sub, Postgres LISTEN/NOTIFY, or in-process).
  */
 import { pino, type Logger } from 'pino';
+import { LOG_REDACTION } from '../core/log-redaction.js';
 import { InProcessBus, type Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
@@ -18,7 +19,9 @@ import { Store } from '../store/store.js';
 import { loadAppsModule } from './apps-module.js';
 import { Engine } from './engine.js';
 import type { EngineOptions, QueueOption } from './engine-options.js';
-import { authToolsOf, registerApps } from './registry.js';
+import { authToolsOf, checkDeclaredAuths, declaredAuths, registerApps } from './registry.js';
+import { redirectUriOf } from './oauth2.js';
+import { oauthFlow } from '../tools/auth.js';
 import { CredentialVault, missingSecretKey } from './credential-vault.js';
 import { parseSecretKey, SecretBox } from '../core/secret-box.js';
 
@@ -127,10 +130,20 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       ? await loadAppsModule(options.apps, { tools: options.tools, models: options.models })
       : undefined;
   const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
-  const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn' });
+  const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn', redact: LOG_REDACTION });
   const secretKey = options.secretKey ?? env.AGENTLOOM_SECRET_KEY;
-  const vault = secretKey ? new CredentialVault(new SecretBox(parseSecretKey(secretKey))) : undefined;
+  const vault = secretKey
+    ? new CredentialVault(
+        new SecretBox(parseSecretKey(secretKey)),
+        options.publicUrl ?? env.AGENTLOOM_PUBLIC_URL,
+      )
+    : undefined;
   const tools = new Map(Object.entries({ ...loaded?.tools, ...options.tools }));
+  const auths = declaredAuths(apps.values(), tools.values());
+  checkDeclaredAuths(auths, apps.values());
+  // An authorization-code tool with nowhere to send the user back is a deployment error, found at start.
+  for (const { auth } of auths)
+    if (oauthFlow(auth) === 'authorizationCode') redirectUriOf(auth, vault?.publicUrl);
   if (!vault) {
     const gated = authToolsOf(apps.values(), tools.values());
     if (gated.length > 0) {
@@ -157,6 +170,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       models: new Map(Object.entries({ ...loaded?.models, ...options.models })),
       tools,
       vault,
+      auths,
       geminiApiKey: options.geminiApiKey ?? env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY,
     },
     options,

@@ -10,6 +10,7 @@ import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineObserver } from './observer.js';
 import type { CredentialVault } from './credential-vault.js';
+import type { DeclaredAuth } from './registry.js';
 import type { AppDefinition, RegisteredApp } from './registry.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
@@ -35,6 +36,11 @@ export interface EngineOptions {
    * $AGENTLOOM_SECRET_KEY. Required when a tool declares `auth`.
    */
   secretKey?: string;
+  /**
+   * Where users reach the HTTP API (e.g. `https://agents.example.com`); an OAuth2 provider sends them back to
+   * `<publicUrl>/v1/auth/callback` unless a tool names its own redirect URI. Default: $AGENTLOOM_PUBLIC_URL.
+   */
+  publicUrl?: string;
   /** Gemini API key for models named by a Gemini id. Default: $GEMINI_API_KEY / $GOOGLE_API_KEY. */
   geminiApiKey?: string;
   /**
@@ -75,4 +81,6 @@ export interface EngineParts {
   geminiApiKey: string | undefined;
   /** Users' tool credentials, when the deployment has a secret key. */
   vault: CredentialVault | undefined;
+  /** The `auth` the apps' tools declare (where an OAuth2 answer's token URL and client come from). */
+  auths: DeclaredAuth[];
 }

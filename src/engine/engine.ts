@@ -22,6 +22,8 @@ import { observeSteps } from './observer.js';
 import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
 import { toolsetsOf, type RegisteredApp } from './registry.js';
 import { answerTx, type FunctionResponseInput } from './resume.js';
+import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './auth-answers.js';
+import { findToolRequest } from '../store/tool-requests.js';
 import type { CredentialVault } from './credential-vault.js';
 import { Scheduler } from './scheduler.js';
 import { schedulerDeps } from './scheduler-deps.js';
@@ -36,6 +38,7 @@ export class Engine {
   readonly apps: ReadonlyMap<string, RegisteredApp>;
   readonly logger: Logger;
   private readonly vault: CredentialVault | undefined;
+  private readonly authDeps: AuthAnswerDeps;
   private readonly queue: StepQueue;
   private readonly bus: Bus;
   private readonly scheduler: Scheduler;
@@ -55,6 +58,12 @@ export class Engine {
   ) {
     this.store = parts.store;
     this.vault = parts.vault;
+    this.authDeps = {
+      db: parts.store.db,
+      vault: parts.vault,
+      auths: parts.auths,
+      fault: async (point, info) => options.faults?.(point, info),
+    };
     this.queue = parts.queue;
     this.bus = parts.bus;
     this.apps = parts.apps;
@@ -264,19 +273,53 @@ export class Engine {
       });
     }
     for (const response of input.functionResponses) {
+      // An OAuth2 callback URL: its code is redeemed first (an HTTP call, outside the answer's transaction).
+      const credential = await redeemAuthAnswer(this.authDeps, response, input.invocationId);
       const { jobs, definition } = await this.store.transaction(async (tx) => {
         const answered = await answerTx(tx, response, {
           invocationId: input.invocationId,
           by: input.by,
           vault: this.vault,
+          credential,
         });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
         const inv = await getInvocation(tx, answered.invocationId);
         this.assertSameDefinition(inv);
         return { jobs: answered.jobs, definition: inv?.definitionHash ?? '' };
       });
+      if (credential)
+        await this.authDeps.fault('after-credential-stored', { invocationId: '', path: '', attempt: 0 });
       await this.wake(jobs, definition);
     }
+  }
+
+  /**
+   * Completes an `auth` pause from an OAuth2 provider's redirect (`GET /v1/auth/callback?state&code`): the state
+   * names the pending call; a state not issued here, or naming a call already answered, is refused (400).
+   */
+  async completeAuthorization(query: URLSearchParams): Promise<{ invocationId: string }> {
+    const { invocationId, response } = callbackAnswer(this.vault, query);
+    const request = await findToolRequest(this.store.db, response.id, invocationId);
+    if (!request || request.kind !== 'auth' || request.status !== 'pending') {
+      throw new AgentloomError(
+        'VALIDATION',
+        'this authorization was already used, or its call no longer waits for it',
+        {
+          details: { field: 'state' },
+        },
+      );
+    }
+    if (query.get('error')) {
+      throw new AgentloomError(
+        'VALIDATION',
+        `the provider did not authorize (${query.get('error')}): open the authorization URL again`,
+        {
+          details: { field: 'error' },
+        },
+      );
+    }
+    await this.respond({ invocationId, functionResponses: [response], by: 'oauth2 callback' });
+    return { invocationId };
   }
 
   private assertSameDefinition(inv: InvocationRow | undefined): void {

@@ -22,8 +22,7 @@ import { getNode, type NodeRow } from '../store/nodes.js';
 import { reserveLlmCall } from '../store/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../store/tool-requests.js';
 import { askDuringCall, type ElicitingCall } from './elicitation.js';
-import { loadCredential, type CredentialVault } from './credential-vault.js';
-import type { AuthCredential, ToolAuth } from '../tools/auth.js';
+import { runCredentials, type CredentialVault } from './credential-vault.js';
 import { applyToState } from '../store/state.js';
 import { exitLoop } from '../tools/exit-loop.js';
 import type { Logger } from 'pino';
@@ -370,8 +369,8 @@ export class EngineNodeRuntime implements NodeRuntime {
     return askDuringCall({ ...scope, ...where }, call, request);
   }
 
-  credential(auth: ToolAuth): Promise<AuthCredential | undefined> {
-    return loadCredential(this.deps.vault, this.deps.store.db, { app: this.app, userId: this.userId }, auth);
+  get credentials() {
+    return runCredentials(this.deps.vault, this.deps.store.db, this);
   }
 
   publishPartial(content: Content): void {

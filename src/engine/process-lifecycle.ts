@@ -4,6 +4,7 @@
  * failed). Calls createEngine; api/, workers/ and cli/ call it.
  */
 import { pino, type Logger } from 'pino';
+import { LOG_REDACTION } from '../core/log-redaction.js';
 import { createEngine } from './create-engine.js';
 import type { EngineOptions } from './engine-options.js';
 import type { Engine } from './engine.js';
@@ -19,7 +20,7 @@ const DRAIN_DEADLINE_AFTER_GRACE_MS = 15_000;
  * not take down a process whose state is safe in PostgreSQL anyway.
  */
 function processLogger(level: string, logger?: Logger): Logger {
-  const log = logger ?? pino({ level, base: { pid: process.pid } });
+  const log = logger ?? pino({ level, base: { pid: process.pid }, redact: LOG_REDACTION });
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   return log;
 }

@@ -1,10 +1,12 @@
 /** The apps an engine serves: each root agent, an index of every agent it can run, and its definition hash. */
 import { createHash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { BaseAgent } from '../agents/base-agent.js';
 import { LlmAgent } from '../agents/llm-agent.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { Tool } from '../tools/tool.js';
+import { credentialKeyOf, type ToolAuth } from '../tools/auth.js';
 
 /** One app: a name and its root agent. */
 export interface AppDefinition {
@@ -74,17 +76,66 @@ export function registerApps(apps: readonly AppDefinition[]): Map<string, Regist
   return registry;
 }
 
-/** The names of the tools that declare `auth`: the apps' agents' own and the registered ones. */
-export function authToolsOf(apps: Iterable<RegisteredApp>, registered: Iterable<Tool>): string[] {
-  const found = new Set<string>();
-  for (const tool of registered) if (tool.auth) found.add(tool.name);
+/** A tool's (or toolset's) `auth`, with the app it is in (undefined: a tool registered by name, in every app). */
+export interface DeclaredAuth {
+  tool: string;
+  app: string | undefined;
+  auth: ToolAuth;
+}
+
+/** Every `auth` the apps' agents' tools and toolsets and the registered tools declare. */
+export function declaredAuths(apps: Iterable<RegisteredApp>, registered: Iterable<Tool>): DeclaredAuth[] {
+  const found: DeclaredAuth[] = [];
+  for (const tool of registered)
+    if (tool.auth) found.push({ tool: tool.name, app: undefined, auth: tool.auth });
   for (const app of apps) {
     for (const agent of app.agents.values()) {
       if (!(agent instanceof LlmAgent)) continue;
-      for (const tool of agent.toolInstances) if (tool.auth) found.add(tool.name);
+      for (const tool of [...agent.toolInstances, ...agent.toolsets]) {
+        if (tool.auth) found.push({ tool: tool.name, app: app.name, auth: tool.auth });
+      }
     }
   }
-  return [...found].sort();
+  return found;
+}
+
+/** The names of the tools that declare `auth`. */
+export function authToolsOf(apps: Iterable<RegisteredApp>, registered: Iterable<Tool>): string[] {
+  return [...new Set(declaredAuths(apps, registered).map((d) => d.tool))].sort();
+}
+
+/**
+ * The declared config of a credential key in an app: where its token URL and client secret come from when a user
+ * answers (never from the answer). Two tools of an app that share a key must declare the same config.
+ */
+export function authConfigFor(
+  declared: readonly DeclaredAuth[],
+  app: string,
+  credentialKey: string,
+): ToolAuth | undefined {
+  return declared.find(
+    (d) => (d.app === undefined || d.app === app) && credentialKeyOf(d.auth) === credentialKey,
+  )?.auth;
+}
+
+/** Refuses two different configs under one credential key of an app (which one would a user's answer fit?). */
+export function checkDeclaredAuths(declared: readonly DeclaredAuth[], apps: Iterable<RegisteredApp>): void {
+  for (const app of apps) {
+    const byKey = new Map<string, DeclaredAuth>();
+    for (const d of declared) {
+      if (d.app !== undefined && d.app !== app.name) continue;
+      const key = credentialKeyOf(d.auth);
+      const first = byKey.get(key);
+      if (!first) byKey.set(key, d);
+      else if (!isDeepStrictEqual(first.auth, d.auth)) {
+        throw new AgentloomError(
+          'CONFIG',
+          `app "${app.name}": tools "${first.tool}" and "${d.tool}" declare different auth under one credentialKey "${key}"; give each its own credentialKey, or declare the same config`,
+          { details: { field: 'auth.credentialKey' } },
+        );
+      }
+    }
+  }
 }
 
 /** The toolsets the apps' LLM agents hold (each once), to close with the engine. */

@@ -8,10 +8,10 @@ import { AgentloomError } from '../core/errors.js';
 import { z } from 'zod';
 import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, REQUEST_ELICITATION } from '../agents/journal.js';
 import {
+  askedAuth,
   credentialFromAnswer,
   credentialKeyOf,
   storedAnswer,
-  toolAuthSchema,
   type AuthCredential,
   type ToolAuth,
 } from '../tools/auth.js';
@@ -22,7 +22,7 @@ import type { Db } from '../store/database.js';
 import { appendEventTx } from '../store/events.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../store/invocations.js';
 import { getNode, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../store/nodes.js';
-import { answerToolRequestTx, findToolRequest } from '../store/tool-requests.js';
+import { answerToolRequestTx, findToolRequest, pendingToolRequests } from '../store/tool-requests.js';
 
 /** One answer. */
 export interface FunctionResponseInput {
@@ -35,7 +35,7 @@ export interface FunctionResponseInput {
 export async function answerTx(
   tx: Db,
   input: FunctionResponseInput,
-  options: { invocationId?: string; by?: string; vault?: CredentialVault },
+  options: { invocationId?: string; by?: string; vault?: CredentialVault; credential?: AuthCredential },
 ): Promise<{ invocationId: string; jobs: NodeJobRef[] }> {
   if (typeof input?.id !== 'string' || input.id === '') {
     throw new AgentloomError(
@@ -67,8 +67,7 @@ export async function answerTx(
   }
   const invocationId = request.invocationId;
   // An answer with a credential: the credential goes to the vault; the event and the row keep only what it was.
-  const credential =
-    request.kind === 'auth' ? credentialOf(request.request, input, options.vault) : undefined;
+  const credential = request.kind === 'auth' ? credentialOf(request.request, input, options) : undefined;
   const response = credential ? storedAnswer(credential.auth, credential.credential) : input.response;
   if (request.status === 'answered') {
     if (isDeepStrictEqual(request.response, response)) return { invocationId, jobs: [] };
@@ -146,11 +145,36 @@ export async function answerTx(
     await options.vault.saveTx(tx, owner, credential.credential);
   }
   await answerToolRequestTx(tx, invocationId, input.id, response, options.by);
-  if (node.status !== 'paused') return { invocationId, jobs: [] };
+  // One consent serves every call of the run waiting for the same credential (parallel branches).
+  const also = credential ? await sameCredentialTx(tx, invocationId, input, credential, options) : [];
+  if (node.status !== 'paused') return { invocationId, jobs: also };
   const job = await wakeNodeTx(tx, invocationId, node.path, 'pending');
   await unpauseAncestorsTx(tx, invocationId, node.parentPath);
   if (invocation.status === 'paused') await setInvocationStatusTx(tx, invocationId, 'running');
-  return { invocationId, jobs: job ? [job] : [] };
+  return { invocationId, jobs: job ? [job, ...also] : also };
+}
+
+/** Answers the run's other pending `auth` calls for the credential just stored; the jobs that resume them. */
+async function sameCredentialTx(
+  tx: Db,
+  invocationId: string,
+  input: FunctionResponseInput,
+  stored: { auth: ToolAuth; credential: AuthCredential },
+  options: { by?: string; vault?: CredentialVault },
+): Promise<NodeJobRef[]> {
+  const key = credentialKeyOf(stored.auth);
+  const jobs: NodeJobRef[] = [];
+  for (const other of await pendingToolRequests(tx, invocationId)) {
+    if (other.kind !== 'auth' || other.callId === input.id) continue;
+    if (credentialKeyOf(askedAuth(other.request.auth)) !== key) continue;
+    const answered = await answerTx(
+      tx,
+      { id: other.callId, response: input.response },
+      { ...options, invocationId, credential: stored.credential },
+    );
+    jobs.push(...answered.jobs);
+  }
+  return jobs;
 }
 
 /** The framework call a request of this kind answers, for kinds whose answer is not the tool call's response. */
@@ -160,14 +184,18 @@ const FRAMEWORK_NAMES: Record<string, string | undefined> = {
   auth: REQUEST_CREDENTIAL,
 };
 
-/** The credential an answer to an auth request carries, checked against what was asked. */
+/**
+ * The credential an answer to an auth request carries, checked against what was asked: the one redeemed from an
+ * OAuth2 callback (engine/auth-answers.ts), or the one the answer gives.
+ */
 function credentialOf(
   request: Record<string, unknown>,
   input: FunctionResponseInput,
-  vault: CredentialVault | undefined,
+  options: { vault?: CredentialVault; credential?: AuthCredential },
 ): { auth: ToolAuth; credential: AuthCredential } {
-  if (!vault) throw missingSecretKey();
-  const auth = toolAuthSchema.parse(request.auth);
+  if (!options.vault) throw missingSecretKey();
+  const auth = askedAuth(request.auth);
+  if (options.credential) return { auth, credential: options.credential };
   return { auth, credential: credentialFromAnswer(auth, input.response, input.id) };
 }
 

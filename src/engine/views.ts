@@ -1,6 +1,7 @@
 import type { StoredError } from '../core/errors.js';
 import type { InvocationRow } from '../store/invocations.js';
 import type { ToolRequestRow } from '../store/tool-requests.js';
+import { authorizationUrlOf } from '../tools/auth.js';
 
 /** A paused call as users see it (CONTRACT.md `pending[]`). */
 /**
@@ -30,7 +31,10 @@ export interface PendingCall {
   originalCallId: string;
   /** With kind `elicitation`: what it asks. */
   elicitation?: ElicitationView;
-  /** With kind `auth`: the credential asked for (`{authScheme, credentialKey}`; never a secret). */
+  /**
+   * With kind `auth`: the credential asked for (`{authScheme, credentialKey}`; never a secret) and, for OAuth2,
+   * `authorizationUrl`: where the user consents.
+   */
   auth?: Record<string, unknown>;
 }
 
@@ -96,7 +100,7 @@ export function pendingCallOf(r: ToolRequestRow): PendingCall {
     ...(req.branch ? { branch: req.branch } : {}),
     originalCallId: req.originalCallId ?? r.callId,
     ...(req.elicitation ? { elicitation: req.elicitation } : {}),
-    ...(req.auth ? { auth: req.auth } : {}),
+    ...(req.auth ? { auth: authView(req.auth) } : {}),
   };
 }
 
@@ -120,4 +124,10 @@ export interface NodeView {
   leaseExpiresAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
+}
+
+/** A pending auth call's config as views show it: with the URL to open for OAuth2. */
+function authView(config: Record<string, unknown>): Record<string, unknown> {
+  const url = authorizationUrlOf(config);
+  return url ? { ...config, authorizationUrl: url } : config;
 }

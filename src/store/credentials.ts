@@ -1,5 +1,5 @@
 /** The credentials table: sealed secrets by (app, user, credential key); sealing is the caller's (engine/). */
-import { and, eq, sql } from 'drizzle-orm';
+import { and, asc, eq, sql, type SQL } from 'drizzle-orm';
 import type { Db } from './database.js';
 import { credentials } from './schema.js';
 
@@ -66,4 +66,64 @@ export async function deleteCredentialTx(
     .where(ownerIs(app, userId, credentialKey))
     .returning({ key: credentials.credentialKey });
   return rows.length > 0;
+}
+
+/** A stored credential without its secret: what an operator may be shown. */
+export interface CredentialSummaryRow {
+  app: string;
+  userId: string;
+  credentialKey: string;
+  authType: string;
+  expiresAt: Date | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Which of a user's credentials: all of them, those of one app, and/or the one under one key. */
+export interface CredentialFilter {
+  userId: string;
+  app?: string;
+  credentialKey?: string;
+}
+
+function filterOf(filter: CredentialFilter): SQL | undefined {
+  return and(
+    eq(credentials.userId, filter.userId),
+    filter.app === undefined ? undefined : eq(credentials.app, filter.app),
+    filter.credentialKey === undefined ? undefined : eq(credentials.credentialKey, filter.credentialKey),
+  );
+}
+
+/** A user's stored credentials, by app then key; the secret column is never read. */
+export async function listCredentials(db: Db, filter: CredentialFilter): Promise<CredentialSummaryRow[]> {
+  return db
+    .select({
+      app: credentials.app,
+      userId: credentials.userId,
+      credentialKey: credentials.credentialKey,
+      authType: credentials.authType,
+      expiresAt: credentials.expiresAt,
+      createdAt: credentials.createdAt,
+      updatedAt: credentials.updatedAt,
+    })
+    .from(credentials)
+    .where(filterOf(filter))
+    .orderBy(asc(credentials.app), asc(credentials.credentialKey));
+}
+
+/** Deletes the credentials `filter` selects (one statement); returns how many there were. */
+export async function deleteCredentialsTx(tx: Db, filter: CredentialFilter): Promise<number> {
+  const rows = await tx
+    .delete(credentials)
+    .where(filterOf(filter))
+    .returning({ key: credentials.credentialKey });
+  return rows.length;
+}
+
+/**
+ * Takes the transaction-scoped advisory lock of one credential (named by `owner`, any stable text): one
+ * transaction at a time renews it, across all processes on the database.
+ */
+export async function lockCredentialTx(tx: Db, owner: string): Promise<void> {
+  await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${owner}, 0))`);
 }

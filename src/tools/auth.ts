@@ -9,7 +9,14 @@ import { z } from 'zod';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
 
-/** ADK's security schemes (OpenAPI's): an API key sent in a header, query or cookie; HTTP bearer or basic. */
+function httpUrl(field: string) {
+  return z.url({ protocol: /^https?$/, error: `${field} must be an http(s) URL` });
+}
+
+/**
+ * ADK's security schemes (OpenAPI's): an API key sent in a header, query or cookie; HTTP bearer or basic; OAuth2
+ * with the authorization-code flow (PKCE, S256) or the client-credentials flow.
+ */
 export const authSchemeSchema = z.discriminatedUnion(
   'type',
   [
@@ -25,44 +32,161 @@ export const authSchemeSchema = z.discriminatedUnion(
       bearerFormat: z.string().optional(),
       description: z.string().optional(),
     }),
+    z.object({
+      type: z.literal('oauth2'),
+      flows: z
+        .object({
+          authorizationCode: z
+            .object({
+              authorizationUrl: httpUrl('authorizationUrl'),
+              tokenUrl: httpUrl('tokenUrl'),
+              refreshUrl: httpUrl('refreshUrl').optional(),
+              scopes: z.record(z.string(), z.string()).default({}),
+            })
+            .optional(),
+          clientCredentials: z
+            .object({
+              tokenUrl: httpUrl('tokenUrl'),
+              refreshUrl: httpUrl('refreshUrl').optional(),
+              scopes: z.record(z.string(), z.string()).default({}),
+            })
+            .optional(),
+        })
+        .refine((flows) => flows.authorizationCode ?? flows.clientCredentials, {
+          error:
+            'give flows.authorizationCode {authorizationUrl, tokenUrl, scopes} or flows.clientCredentials {tokenUrl, scopes}',
+        }),
+      description: z.string().optional(),
+    }),
   ],
-  { error: 'authScheme.type is "apiKey" ({in, name}) or "http" ({scheme: "bearer" | "basic"})' },
+  {
+    error:
+      'authScheme.type is "apiKey" ({in, name}), "http" ({scheme: "bearer" | "basic"}) or "oauth2" ({flows: {authorizationCode | clientCredentials}})',
+  },
 );
 export type AuthScheme = z.infer<typeof authSchemeSchema>;
+
+const apiKeyCredential = z.object({
+  authType: z.literal('apiKey'),
+  apiKey: z.string().min(1, 'write the API key'),
+});
+const httpCredential = z.object({
+  authType: z.literal('http'),
+  http: z.object({
+    scheme: z.enum(['bearer', 'basic']),
+    credentials: z.object({
+      token: z.string().min(1).optional(),
+      username: z.string().min(1).optional(),
+      password: z.string().min(1).optional(),
+    }),
+  }),
+});
 
 /** A credential as a tool receives it (ADK's `AuthCredential`, the exchanged one). */
 export const authCredentialSchema = z.discriminatedUnion(
   'authType',
   [
-    z.object({ authType: z.literal('apiKey'), apiKey: z.string().min(1, 'write the API key') }),
+    apiKeyCredential,
+    httpCredential,
     z.object({
-      authType: z.literal('http'),
-      http: z.object({
-        scheme: z.enum(['bearer', 'basic']),
-        credentials: z.object({
-          token: z.string().min(1).optional(),
-          username: z.string().min(1).optional(),
-          password: z.string().min(1).optional(),
-        }),
+      authType: z.literal('oauth2'),
+      oauth2: z.object({
+        accessToken: z.string().min(1, 'write the access token'),
+        tokenType: z.string().optional(),
+        refreshToken: z.string().min(1).optional(),
+        /** Seconds since the epoch (ADK's `expires_at`). */
+        expiresAt: z.number().int().positive().optional(),
+        scope: z.string().optional(),
       }),
     }),
   ],
   {
     error:
-      'exchangedAuthCredential is {"authType": "apiKey", "apiKey": "…"} or {"authType": "http", "http": {"scheme": "bearer", "credentials": {"token": "…"}}}',
+      'exchangedAuthCredential is {"authType": "apiKey", "apiKey": "…"}, {"authType": "http", "http": {"scheme": "bearer", "credentials": {"token": "…"}}} or {"authType": "oauth2", "oauth2": {"accessToken": "…"}}',
   },
 );
 export type AuthCredential = z.infer<typeof authCredentialSchema>;
 
-/** What a tool declares: `auth: { authScheme, credentialKey? }`. */
-export const toolAuthSchema = z.strictObject({
-  authScheme: authSchemeSchema,
-  credentialKey: z
-    .string()
-    .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'use letters, digits and _ . : - (at most 128), e.g. "weather_api"')
-    .optional(),
-});
+/**
+ * The deployment's side of a scheme (ADK's `raw_auth_credential`): for OAuth2 the client (id, secret, the redirect
+ * URI registered with the provider); for an API key or HTTP scheme, a fixed credential the tool uses as it is (no
+ * user is asked).
+ */
+export const rawAuthCredentialSchema = z.union([
+  z.object({
+    authType: z.literal('oauth2'),
+    oauth2: z.object({
+      clientId: z.string().min(1, 'write the OAuth2 client id'),
+      clientSecret: z.string().min(1).optional(),
+      redirectUri: httpUrl('redirectUri').optional(),
+    }),
+  }),
+  apiKeyCredential,
+  httpCredential,
+]);
+export type RawAuthCredential = z.infer<typeof rawAuthCredentialSchema>;
+
+/** What a tool declares: `auth: { authScheme, rawAuthCredential?, credentialKey? }`. */
+export const toolAuthSchema = z
+  .strictObject({
+    authScheme: authSchemeSchema,
+    rawAuthCredential: rawAuthCredentialSchema.optional(),
+    credentialKey: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,128}$/, 'use letters, digits and _ . : - (at most 128), e.g. "weather_api"')
+      .optional(),
+  })
+  .superRefine((auth, ctx) => {
+    const raw = auth.rawAuthCredential;
+    if (auth.authScheme.type !== 'oauth2') {
+      if (raw?.authType === 'oauth2') {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['rawAuthCredential'],
+          message: `an OAuth2 client goes with an "oauth2" authScheme, not "${auth.authScheme.type}"`,
+        });
+      }
+      return;
+    }
+    if (raw?.authType !== 'oauth2') {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rawAuthCredential'],
+        message:
+          'an oauth2 scheme needs its client: rawAuthCredential: {authType: "oauth2", oauth2: {clientId, clientSecret}}',
+      });
+      return;
+    }
+    if (!auth.authScheme.flows.authorizationCode && !raw.oauth2.clientSecret) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['rawAuthCredential', 'oauth2', 'clientSecret'],
+        message: 'the client-credentials flow needs the client secret',
+      });
+    }
+  });
 export type ToolAuth = z.infer<typeof toolAuthSchema>;
+
+/** The OAuth2 flow a config uses (authorization code when both are given), or undefined for other schemes. */
+export function oauthFlow(auth: ToolAuth): 'authorizationCode' | 'clientCredentials' | undefined {
+  if (auth.authScheme.type !== 'oauth2') return undefined;
+  return auth.authScheme.flows.authorizationCode ? 'authorizationCode' : 'clientCredentials';
+}
+
+/** The fixed credential a config carries (used as it is, no user asked), if any. */
+export function fixedCredential(auth: ToolAuth): AuthCredential | undefined {
+  const raw = auth.rawAuthCredential;
+  return raw?.authType === 'apiKey' || raw?.authType === 'http' ? raw : undefined;
+}
+
+/** Leeway before `expiresAt` at which a token counts as expired (it may be used in a call that takes a while). */
+export const EXPIRY_LEEWAY_SECONDS = 60;
+
+/** Whether an OAuth2 credential is past (or within the leeway of) its expiry. */
+export function isExpiring(credential: AuthCredential, nowMs = Date.now()): boolean {
+  if (credential.authType !== 'oauth2' || credential.oauth2.expiresAt === undefined) return false;
+  return credential.oauth2.expiresAt - EXPIRY_LEEWAY_SECONDS <= nowMs / 1000;
+}
 
 /** Checks a tool's `auth` option; the error names the field. */
 export function parseToolAuth(value: unknown, tool: string): ToolAuth {
@@ -83,8 +207,11 @@ export function parseToolAuth(value: unknown, tool: string): ToolAuth {
 export function credentialKeyOf(auth: ToolAuth): string {
   if (auth.credentialKey) return auth.credentialKey;
   const scheme = auth.authScheme;
+  // OAuth2: the client is part of what the credential is for (never its secret).
+  const client =
+    auth.rawAuthCredential?.authType === 'oauth2' ? auth.rawAuthCredential.oauth2.clientId : undefined;
   const digest = createHash('sha256')
-    .update(JSON.stringify(stable(scheme)))
+    .update(JSON.stringify(stable(client === undefined ? scheme : { scheme, client })))
     .digest('hex')
     .slice(0, 16);
   return `${scheme.type}_${digest}`;
@@ -100,9 +227,55 @@ function stable(value: unknown): unknown {
   );
 }
 
-/** The config as an event or a pending call may show it: the scheme and the key, never a secret. */
-export function publicAuthConfig(auth: ToolAuth): Record<string, unknown> {
-  return { authScheme: auth.authScheme, credentialKey: credentialKeyOf(auth) };
+/** Where a user is sent to consent (OAuth2 authorization code): the URL and its `state`. */
+export interface AuthorizationRequest {
+  authUri: string;
+  state: string;
+  redirectUri: string;
+}
+
+/**
+ * The config as an event or a pending call may show it, never a secret: the scheme and the key; for OAuth2 the
+ * client id and, with the authorization-code flow, where to consent (ADK's `exchangedAuthCredential.oauth2
+ * .authUri`, carrying `state` and the PKCE challenge).
+ */
+export function publicAuthConfig(
+  auth: ToolAuth,
+  authorization?: AuthorizationRequest,
+): Record<string, unknown> {
+  const config: Record<string, unknown> = {
+    authScheme: auth.authScheme,
+    credentialKey: credentialKeyOf(auth),
+  };
+  const raw = auth.rawAuthCredential;
+  if (raw?.authType !== 'oauth2') return config;
+  const client = {
+    clientId: raw.oauth2.clientId,
+    ...(authorization ? { redirectUri: authorization.redirectUri } : {}),
+  };
+  config.rawAuthCredential = { authType: 'oauth2', oauth2: client };
+  if (authorization) {
+    config.exchangedAuthCredential = {
+      authType: 'oauth2',
+      oauth2: { ...client, authUri: authorization.authUri, state: authorization.state },
+    };
+  }
+  return config;
+}
+
+/** What a stored public config asked for (its scheme and key), to check and file an answer by. */
+export function askedAuth(config: unknown): ToolAuth {
+  const { authScheme, credentialKey } = (config ?? {}) as { authScheme?: unknown; credentialKey?: unknown };
+  return {
+    authScheme: authSchemeSchema.parse(authScheme),
+    credentialKey: z.string().min(1).parse(credentialKey),
+  };
+}
+
+/** The authorization URL a public config carries (for views), if any. */
+export function authorizationUrlOf(config: Record<string, unknown>): string | undefined {
+  const exchanged = config.exchangedAuthCredential as { oauth2?: { authUri?: unknown } } | undefined;
+  return typeof exchanged?.oauth2?.authUri === 'string' ? exchanged.oauth2.authUri : undefined;
 }
 
 /**
@@ -122,6 +295,14 @@ export function credentialFromAnswer(
   }
   const credential = parsed.data;
   const scheme = auth.authScheme;
+  if (scheme.type === 'oauth2') {
+    if (credential.authType === 'oauth2') return credential;
+    throw new AgentloomError(
+      'VALIDATION',
+      'this call asks for an OAuth2 authorization: answer with {"authResponseUri": "<the full callback URL>"} (or {"exchangedAuthCredential": {"authType": "oauth2", "oauth2": {"accessToken": "…"}}})',
+      { details: { field: 'response.authResponseUri', callId } },
+    );
+  }
   const expected =
     scheme.type === 'apiKey'
       ? '{"authType": "apiKey", "apiKey": "…"}'

@@ -5,6 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { Tool } from './tool.js';
+import type { ToolAuth } from './auth.js';
 
 /** What a toolset is given when asked for its tools. */
 export interface ToolsetContext {
@@ -21,6 +22,8 @@ export interface Toolset {
   readonly name: string;
   /** The tools offered now, sorted by name. */
   tools(ctx: ToolsetContext): Promise<Tool[]>;
+  /** The user credential its tools need (see FunctionTool's `auth`). */
+  readonly auth?: ToolAuth;
   /** Its configuration (no secrets): what the app's definition hash covers, not the tools listed. */
   definition(): Record<string, unknown>;
   /** Closes its connections and child processes; it reconnects if asked for tools again. */

@@ -10,12 +10,15 @@
  *   audit trail says who approved;
  * - reject, a long-running call's JSON answer (bad JSON refused before sending), an answer someone gave first
  *   (409, with who), cancel and retry — each checked through the API after;
+ * - a tool's credential (issue 21): the key typed in a password field completes the run, and is found neither in
+ *   the page's HTML nor in what the API returns of the run;
  * - no uncaught error and no console error in the browser throughout;
  * - the first load (page, script, stylesheet, compressed) under 300 KB.
  *
  * Without keys (`dev` as `npm start` runs it) there is no sign-in, and the name a person gives is recorded as the
  * answerer. The dev run also takes the README's screenshots (docs/console-*.png) when AGENTLOOM_SCREENSHOTS=1.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +31,7 @@ import {
   answersFromConsole,
   approveFromConsole,
   cancelRetryFromConsole,
+  credentialFromConsole,
   elicitationFromConsole,
   firstLoadBytes,
   keyScopeInConsole,
@@ -36,7 +40,12 @@ import {
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
-const APPS = join(REPO, 'test/e2e/fixtures/cli-apps.ts');
+const APPS = join(REPO, 'test/e2e/fixtures/console-apps.ts');
+/**
+ * The key credentials are encrypted under: `vault`'s tool declares `auth`, and a process serving it refuses to
+ * start without one. The api and the worker share it (one encrypts, the other opens).
+ */
+const SECRET_KEY = randomBytes(32).toString('base64');
 const OPS_KEY = 'console-ops-key-0123456789';
 const WRITERS_KEY = 'console-writers-key-0123456789';
 const KEYS = `ops:${OPS_KEY} writers:${WRITERS_KEY}:writer`;
@@ -62,7 +71,10 @@ async function startDev(
   env: Record<string, string> = {},
 ): Promise<{ dev: ServerProcess; url: string }> {
   const port = await freePort();
-  const dev = new ServerProcess(['dev', '--port', String(port), ...args], env);
+  const dev = new ServerProcess(['dev', '--port', String(port), ...args], {
+    AGENTLOOM_SECRET_KEY: SECRET_KEY,
+    ...env,
+  });
   await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
     timeoutMs: START_TIMEOUT_MS - 10_000,
     what: 'dev to listen',
@@ -84,6 +96,10 @@ function consoleScenarios(target: ConsoleTarget): void {
 
   it("answers a running tool's question (elicitation) with the fields it asks for", async () => {
     clean(await elicitationFromConsole(browser, target));
+  });
+
+  it("asks for a tool's credential, sends it from a password field, and never shows it", async () => {
+    clean(await credentialFromConsole(browser, target));
   });
 
   it('cancels and retries a run', async () => {
@@ -155,6 +171,7 @@ describe('the console on agentloom api + one worker (PostgreSQL, Redis)', () => 
       REDIS_URL: testRedisUrl(),
       AGENTLOOM_QUEUE_PREFIX: testQueuePrefix(),
       LOG_LEVEL: 'info',
+      AGENTLOOM_SECRET_KEY: SECRET_KEY,
     };
     const port = await freePort();
     const api = new ServerProcess(['api', '--port', String(port), '--apps', APPS], {

@@ -1,8 +1,10 @@
 /**
  * The web console driven in a real Chromium against a running server — `agentloom dev` on PGlite, or `agentloom
- * api` with a worker on PostgreSQL and Redis — on the apps of test/e2e/fixtures/cli-apps.ts, each action checked
- * through the HTTP API after. The server has API keys: `ops` sees every app, `writers` only `writer`.
+ * api` with a worker on PostgreSQL and Redis — on the apps of test/e2e/fixtures/console-apps.ts (those of cli-apps.ts
+ * and `vault`), each action checked through the HTTP API after. The server has API keys: `ops` sees every app,
+ * `writers` only `writer`.
  */
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
@@ -27,6 +29,7 @@ const SHOWS_MS = 15_000;
 
 interface InvocationJson {
   id: string;
+  sessionId: string;
   status: string;
   output: string | null;
   pending: { callId: string; kind: string; name: string }[];
@@ -285,6 +288,89 @@ export async function elicitationFromConsole(browser: Browser, t: ConsoleTarget)
       response: { action: 'accept', content: { name: 'Ada', age: 36 } },
     },
   ]);
+  await page.context().close();
+  return trouble;
+}
+
+/**
+ * A tool's credential (issue 21): a run of `vault` for a user with no stored key pauses with a call of kind `auth`;
+ * the inbox says what it needs (scheme, credential key); an empty key is refused on the page; the key typed in a
+ * password field on the run page and sent with Enter completes the run, and the tool saw it (its length and hash
+ * in the final answer). The key is never in the page's HTML (typed, or after the answer), never left in a field,
+ * and never in what the API returns of the run: its events, its requests (the audit trail), its session, the run.
+ */
+export async function credentialFromConsole(browser: Browser, t: ConsoleTarget): Promise<PageTrouble> {
+  const planted = `planted-vault-key-${randomBytes(12).toString('hex')}`;
+  const { page, trouble } = await openPage(browser);
+  type WithDocument = { document: { documentElement: { outerHTML: string } } };
+  const html = () =>
+    page.evaluate(() => (globalThis as unknown as WithDocument).document.documentElement.outerHTML);
+  await page.goto(t.url);
+  await signIn(page, t.opsKey);
+  // A user of its own: a credential stored by another scenario's run would let the call through without a pause.
+  const body = JSON.stringify({ userId: `vault-${randomBytes(4).toString('hex')}`, input: 'open the vault' });
+  const { invocationId: id } = await api<{ invocationId: string }>(t, '/v1/apps/vault/invocations', {
+    method: 'POST',
+    body,
+  });
+  const paused = await runReaches(t, id, 'paused');
+  expect(paused.pending).toMatchObject([{ kind: 'auth', name: 'open_vault' }]);
+
+  // The inbox: what the call needs, never a secret; an empty key refused before anything is sent.
+  await page.getByRole('link', { name: /^Inbox/ }).click();
+  const inboxCard = card(page, 'open_vault', 'credential').filter({
+    has: page.locator(`a[href="#/runs/${id}"]`),
+  });
+  await inboxCard.waitFor({ timeout: SHOWS_MS });
+  const asks = (await inboxCard.locator('dl.facts').last().textContent()) ?? '';
+  expect(asks).toContain('an API key, sent in the header X-Api-Key');
+  expect(asks).toContain('vault');
+  await inboxCard.getByRole('button', { name: 'Save credential' }).click();
+  await expect
+    .poll(() => inboxCard.getByRole('alert').textContent(), { timeout: SHOWS_MS })
+    .toContain('The key is required');
+  expect((await api<InvocationJson>(t, `/v1/invocations/${id}`)).status).toBe('paused');
+
+  // The run page: the key typed in a masked field, sent with Enter.
+  await inboxCard.getByRole('link', { name: id.replace(/^inv_/, '').slice(0, 8) }).click();
+  await page.getByRole('heading', { name: `Run ${id}` }).waitFor({ timeout: SHOWS_MS });
+  const call = page
+    .getByRole('region', { name: 'Waiting for an answer' })
+    .getByRole('article', { name: 'open_vault (credential)' });
+  const field = call.getByLabel('Key (sent in header X-Api-Key)');
+  expect(await field.getAttribute('type')).toBe('password');
+  expect(await field.getAttribute('autocomplete')).toBe('off');
+  await field.fill(planted);
+  expect(await html()).not.toContain(planted);
+  await field.press('Enter');
+  const done = await runReaches(t, id, 'completed');
+  // jsonb keeps its own key order: compare the JSON, not the text.
+  expect(done.output).toMatch(/^vault opened: \{/);
+  expect(JSON.parse(done.output?.replace(/^vault opened: /, '') ?? '')).toEqual({
+    keyLength: planted.length,
+    keySha256: createHash('sha256').update(planted).digest('hex').slice(0, 12),
+  });
+  await page.locator('.summary .status-completed').waitFor({ timeout: SHOWS_MS });
+  await page
+    .getByRole('table')
+    .filter({ hasText: 'Answered by' })
+    .locator('td.answered-by', { hasText: 'ops' })
+    .waitFor({ timeout: SHOWS_MS });
+
+  // Nowhere on the page (text, attributes, the answers list, any field's value) nor in what the API returns.
+  expect(await html()).not.toContain(planted);
+  for (const input of await page.locator('input, textarea').all())
+    expect(await input.inputValue()).not.toContain(planted);
+  const { requests } = await api<{ requests: unknown[] }>(t, `/v1/invocations/${id}/requests`);
+  expect(requests).toMatchObject([{ kind: 'auth', status: 'answered', answeredBy: 'ops' }]);
+  for (const path of [
+    `/v1/invocations/${id}/events?limit=10000`,
+    `/v1/invocations/${id}/requests`,
+    `/v1/sessions/${done.sessionId}`,
+  ]) {
+    expect(JSON.stringify(await api(t, path))).not.toContain(planted);
+  }
+  expect(JSON.stringify(done)).not.toContain(planted);
   await page.context().close();
   return trouble;
 }

@@ -11,16 +11,20 @@
  * changed (`notifications/tools/list_changed`) or after `listTtlMs`, never on every model call. The app's
  * definition hash covers this configuration, not what the server lists.
  */
-import { z } from 'zod';
 import type { Logger } from 'pino';
 import { withDeadline } from '../../core/deadline.js';
-import { AgentloomError } from '../../core/errors.js';
+import { AgentloomError, AuthError } from '../../core/errors.js';
+import { parseToolAuth, publicAuthConfig, type ToolAuth } from '../auth.js';
+import { connectionWith, isUnauthorized, poolKey, refused } from './mcp-auth.js';
 import { zodIssues } from '../../core/validation.js';
 import type { ToolDeclaration } from '../../models/model.js';
 import type { SideEffects, Tool, ToolContext } from '../tool.js';
 import type { Toolset, ToolsetContext } from '../toolset.js';
 import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
+import { optionsSchema, type McpToolsetOptions } from './mcp-options.js';
+
+export type { McpToolsetOptions };
 
 /** The SDK's own request timeout: a day (our deadline decides; see call). */
 const SDK_TIMEOUT_MS = 86_400_000;
@@ -28,57 +32,7 @@ const SDK_TIMEOUT_MS = 86_400_000;
 /** The `_meta` key of a call's idempotency key. */
 export const IDEMPOTENCY_META_KEY = 'dev.agentloom/idempotencyKey';
 
-/** Options of {@link McpToolset}. */
-export interface McpToolsetOptions {
-  /** `{ command, args?, env?, cwd? }` (stdio) or `{ url, headers?, transport? }` (Streamable HTTP, or 'sse'). */
-  connection: McpConnectionOptions;
-  /** Names it in logs and errors. Default: the prefix, else the server's command or host. */
-  name?: string;
-  /** The server's tool names to offer (default all). */
-  toolFilter?: string[];
-  /** Offered as `<prefix>_<name>`. */
-  prefix?: string;
-  /** `true` (every tool) or tool names (the server's): a human confirms each call first. */
-  requireConfirmation?: boolean | string[];
-  /** Tool names (the server's) safe to send again after a crash; every other tool is unsafe. */
-  idempotent?: string[];
-  /** Longest one call may take (ms); past it the model gets a clear error. Default 60 000. */
-  timeoutMs?: number;
-  /** How long a listed set of tools is trusted (ms) before it is asked again. Default 300 000. */
-  listTtlMs?: number;
-}
-
 const NAME = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
-const names = z.array(z.string().min(1, 'a tool name is not empty')).optional();
-
-const optionsSchema = z.object({
-  connection: z.union(
-    [
-      z.strictObject({
-        command: z.string().min(1, 'name the command that starts the server'),
-        args: z.array(z.string()).optional(),
-        env: z.record(z.string(), z.string()).optional(),
-        cwd: z.string().optional(),
-      }),
-      z.strictObject({
-        url: z.url({ error: 'write the server URL, e.g. "http://127.0.0.1:3001/mcp"' }),
-        headers: z.record(z.string(), z.string()).optional(),
-        transport: z.enum(['streamable-http', 'sse']).optional(),
-      }),
-    ],
-    { error: 'write connection as { command, args? } (stdio) or { url, headers? } (HTTP)' },
-  ),
-  name: z.string().min(1).optional(),
-  toolFilter: names,
-  prefix: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]{0,31}$/, 'use letters, digits and _ (e.g. "github")')
-    .optional(),
-  requireConfirmation: z.union([z.boolean(), z.array(z.string().min(1))]).optional(),
-  idempotent: names,
-  timeoutMs: z.number().int().positive().optional(),
-  listTtlMs: z.number().int().positive().optional(),
-});
 
 /** A tool of an MCP server as the server lists it. */
 interface ListedTool {
@@ -101,8 +55,9 @@ export class McpToolset implements Toolset {
   readonly isToolset = true as const;
   readonly name: string;
   private readonly options: McpToolsetOptions;
-  /** Connections not serving a call now, and all of them (see {@link lease}). */
-  private readonly idle: McpConnection[] = [];
+  readonly auth: ToolAuth | undefined;
+  /** Connections not serving a call now (by their options' digest), and all of them (see {@link lease}). */
+  private readonly idle = new Map<string, McpConnection[]>();
   private readonly connections = new Set<McpConnection>();
   private listed: { at: number; tools: Tool[] } | undefined;
   private listing: Promise<Tool[]> | undefined;
@@ -116,6 +71,16 @@ export class McpToolset implements Toolset {
     }
     this.options = options;
     this.name = options.name ?? options.prefix ?? serverName(options.connection);
+    this.auth = options.auth === undefined ? undefined : parseToolAuth(options.auth, this.name);
+    if (this.auth && !('url' in options.connection)) {
+      throw new AgentloomError(
+        'VALIDATION',
+        `McpToolset "${this.name}": auth needs an HTTP connection ({ url })`,
+        {
+          details: { field: 'auth' },
+        },
+      );
+    }
   }
 
   /**
@@ -123,10 +88,16 @@ export class McpToolset implements Toolset {
    * (elicitation) names no call, so a connection serves one call at a time and its questions are that call's.
    * A worker thus holds as many connections (stdio: child processes) as calls it runs at once on this server.
    */
-  private async lease<T>(work: (connection: McpConnection) => Promise<T>): Promise<T> {
-    let connection = this.idle.pop();
+  private async lease<T>(
+    work: (connection: McpConnection) => Promise<T>,
+    options: McpConnectionOptions = this.options.connection,
+  ): Promise<T> {
+    const key = poolKey(options);
+    const idle = this.idle.get(key) ?? [];
+    this.idle.set(key, idle);
+    let connection = idle.pop();
     if (!connection) {
-      connection = new McpConnection(this.name, this.options.connection, {
+      connection = new McpConnection(this.name, options, {
         openTimeoutMs: Math.min(this.timeoutMs, 30_000),
         onToolListChanged: () => {
           this.listed = undefined;
@@ -134,12 +105,18 @@ export class McpToolset implements Toolset {
       });
       this.connections.add(connection);
     }
+    let keep = true;
     try {
       return await work(connection);
+    } catch (err) {
+      // A refused credential: this connection's headers are no good any more.
+      keep = !(err instanceof AuthError);
+      throw err;
     } finally {
       connection.onElicit = undefined;
       // Unless the toolset was closed meanwhile.
-      if (this.connections.has(connection)) this.idle.push(connection);
+      if (keep && this.connections.has(connection)) idle.push(connection);
+      else if (this.connections.delete(connection)) void connection.close();
     }
   }
 
@@ -181,6 +158,7 @@ export class McpToolset implements Toolset {
         requireConfirmation: this.options.requireConfirmation ?? false,
         idempotent: this.options.idempotent ?? [],
         timeoutMs: this.timeoutMs,
+        ...(this.auth ? { auth: publicAuthConfig(this.auth) } : {}),
       },
     };
   }
@@ -189,7 +167,7 @@ export class McpToolset implements Toolset {
     this.listed = undefined;
     const all = [...this.connections];
     this.connections.clear();
-    this.idle.length = 0;
+    this.idle.clear();
     await Promise.all(all.map((c) => c.close()));
   }
 
@@ -257,6 +235,9 @@ export class McpToolset implements Toolset {
     ctx: ToolContext,
     logger: Logger | undefined,
   ): Promise<Record<string, unknown>> {
+    const { connection: own } = this.options;
+    const options =
+      this.auth && ctx.credential && 'url' in own ? connectionWith(own, this.auth, ctx.credential) : own;
     return this.lease(async (connection) => {
       const client = await connection.client(logger);
       const timeoutMs = this.timeoutMs;
@@ -313,6 +294,7 @@ export class McpToolset implements Toolset {
         return responseOf(result as Record<string, unknown>);
       } catch (err) {
         if (ctx.signal.aborted) throw ctx.signal.reason ?? err;
+        if (this.auth && isUnauthorized(err)) throw refused(this.name, name, err);
         logger?.warn({ mcpServer: this.name, tool: name, err }, `MCP call of "${name}" failed`);
         if (err instanceof AgentloomError) throw err;
         throw new AgentloomError(
@@ -321,7 +303,7 @@ export class McpToolset implements Toolset {
           { details: { mcpServer: this.name, tool: name }, cause: err },
         );
       }
-    });
+    }, options);
   }
 }
 
@@ -330,6 +312,7 @@ class McpTool implements Tool {
   readonly isLongRunning = false;
   readonly sideEffects: SideEffects;
   readonly description: string;
+  readonly auth: ToolAuth | undefined;
 
   constructor(
     private readonly toolset: McpToolset,
@@ -339,6 +322,7 @@ class McpTool implements Tool {
   ) {
     this.description = listed.description ?? '';
     this.sideEffects = toolset.sideEffectsOf(listed.name);
+    this.auth = toolset.auth;
   }
 
   declaration(): ToolDeclaration {
