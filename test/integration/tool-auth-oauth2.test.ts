@@ -7,9 +7,12 @@
  * it expired together, and a token the service refuses costs one new consent (no loop); the client-credentials
  * flow never pauses. Then a scan for every secret of the flow (client secrets, codes, access and refresh tokens).
  */
-import { createHash } from 'node:crypto';
-import { randomBytes } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -19,18 +22,25 @@ import {
   AuthError,
   createEngine,
   FunctionTool,
+  LlmAgent,
+  McpToolset,
   ParallelAgent,
+  ScriptedModel,
   type Engine,
   type ScriptedTurn,
 } from '../../src/index.js';
 import { FakeOAuthServer } from '../fixtures/oauth2-server.js';
 import { call, scripted } from '../support/agents.js';
+import { REPO } from '../support/cli.js';
 import { createTestDatabase } from '../support/services.js';
+import { waitFor } from '../support/wait-for.js';
 
 type Json = Record<string, unknown>;
 const provider = new FakeOAuthServer();
 const calendarClient = provider.addClient('calendar-app');
 const serviceClient = provider.addClient('metrics-service');
+const mcpLog = join(mkdtempSync(join(tmpdir(), 'agentloom-oauth2-mcp-')), 'calls.jsonl');
+let mcpServer: ChildProcess | undefined;
 let engine: Engine;
 let api: ApiApp;
 let base: string;
@@ -114,6 +124,37 @@ beforeAll(async () => {
       oauth2: { clientId: serviceClient.id, clientSecret: serviceClient.secret },
     },
   });
+  // An MCP server whose tool calls need a token the provider accepts (401 otherwise).
+  mcpServer = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(REPO, 'test/fixtures/mcp-server.ts'), '--http', '0'],
+    {
+      cwd: REPO,
+      env: { ...process.env, MCP_CALL_LOG: mcpLog, MCP_AUTH_URL: providerUrl },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  let out = '';
+  mcpServer.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const mcpPort = await waitFor(() => /listening (\d+)/.exec(out)?.[1], {
+    timeoutMs: 60_000,
+    what: 'the MCP test server to listen',
+  });
+  const notes = new McpToolset({
+    connection: { url: `http://127.0.0.1:${mcpPort}/mcp` },
+    toolFilter: ['echo'],
+    auth: { ...calendarAuth, credentialKey: 'notes' },
+  });
+  const noteTaker = new LlmAgent({
+    name: 'note_taker',
+    model: new ScriptedModel({
+      respond: (turn) =>
+        turn.callIndex === 0
+          ? { functionCalls: [{ name: 'echo', args: { text: 'hello notes' } }] }
+          : `done: ${JSON.stringify(lastResponse(turn))}`,
+    }),
+    tools: [notes],
+  });
   const stream = { write: (line: string) => void logLines.push(line) };
   engine = await createEngine({
     apps: [
@@ -126,6 +167,7 @@ beforeAll(async () => {
         }),
       },
       { name: 'metrics', agent: callsOnce('watcher', metrics) },
+      { name: 'notes', agent: noteTaker },
     ],
     database: await createTestDatabase(),
     queue: 'local',
@@ -140,6 +182,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await api?.close();
   await engine?.close();
+  mcpServer?.kill('SIGKILL');
   await provider.stop();
 });
 
@@ -361,6 +404,42 @@ describe('OAuth2 authorization code with PKCE', () => {
     const trail = (await http('GET', `/v1/invocations/${id}/requests`)).body.requests as Json[];
     // One consent asked (after the first refusal); the second refusal did not ask again.
     expect(trail.filter((r) => r.kind === 'auth')).toHaveLength(1);
+  });
+});
+
+describe('an MCP toolset with auth', () => {
+  function echoCalls(): { tool: string; refused?: boolean }[] {
+    if (!existsSync(mcpLog)) return [];
+    return readFileSync(mcpLog, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { tool: string; refused?: boolean });
+  }
+
+  it("sends the user's token as the call's Authorization; a 401 costs one new consent, then the call runs", async () => {
+    const first = await start('notes', 'frank');
+    const pending = await pausedForAuth(first);
+    expect(pending).toMatchObject({ name: 'echo', auth: { credentialKey: 'notes' } });
+    await http('GET', await consent((pending.auth as Json).authorizationUrl as string));
+    const done = await settled(first);
+    expect(done.status).toBe('completed');
+    expect(String(done.output)).toContain('hello notes');
+    expect(echoCalls()).toEqual([expect.objectContaining({ tool: 'echo', end: 'done' })]);
+
+    // The provider revokes the token: the server answers 401, the call asks once more, then runs (an unsafe MCP
+    // tool: the refused call had no effect, so it is not in doubt).
+    provider.revokeAll();
+    const second = await start('notes', 'frank');
+    const again = await pausedForAuth(second);
+    await http('GET', await consent((again.auth as Json).authorizationUrl as string));
+    const after = await settled(second);
+    expect(after.status).toBe('completed');
+    expect(String(after.output)).toContain('hello notes');
+    expect(echoCalls().map((c) => [c.tool, c.refused ?? false])).toEqual([
+      ['echo', false],
+      ['echo', true],
+      ['echo', false],
+    ]);
   });
 });
 
