@@ -173,6 +173,9 @@ export async function runDev(config: DevConfig): Promise<RunningDev> {
       ...registries,
       database: { pglite: config.dataDir },
       secretKey,
+      // An OAuth2 provider sends the user back to this server's callback, unless told another address.
+      publicUrl:
+        process.env.AGENTLOOM_PUBLIC_URL ?? (config.port > 0 ? `http://127.0.0.1:${config.port}` : undefined),
       queue: 'local',
       observer: stepMetrics.observer,
     },

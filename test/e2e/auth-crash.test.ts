@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FakeOAuthServer } from '../fixtures/oauth2-server.js';
+import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
 import { freePort, REPO, ServerProcess } from '../support/cli.js';
 import { createTestDatabase } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';

@@ -29,7 +29,7 @@ import {
   type Engine,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { FakeOAuthServer } from '../fixtures/oauth2-server.js';
+import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
 import { call, scripted } from '../support/agents.js';
 import { REPO } from '../support/cli.js';
 import { createTestDatabase } from '../support/services.js';

@@ -1,0 +1,89 @@
+/**
+ * The README's worked OAuth2 example, as a user runs it: the example's provider (examples/oauth2/fake-provider.ts)
+ * and `agentloom dev --apps examples/oauth2/calendar-app.ts` as real processes, no AGENTLOOM_SECRET_KEY (dev makes
+ * its own) and no AGENTLOOM_PUBLIC_URL (dev's own address is the callback). `run --follow` stops at the pause,
+ * `status` shows the authorization URL, the "browser" opens it and is sent back to `/v1/auth/callback`, and the
+ * run completes with what the tool read using the token.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
+import { waitFor } from '../support/wait-for.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'agentloom-oauth2-example-'));
+const secret = randomBytes(16).toString('hex');
+const servers: ServerProcess[] = [];
+afterAll(async () => {
+  await Promise.all(servers.map((s) => s.stop('SIGKILL')));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the OAuth2 example', () => {
+  it('pauses for consent, shows where to consent, and completes once the provider sends the user back', async () => {
+    const providerPort = await freePort();
+    const provider = new ServerProcess(
+      [join(REPO, 'examples/oauth2/fake-provider.ts'), '--port', String(providerPort)],
+      { OAUTH_CLIENT_SECRET: secret },
+      [process.execPath, '--import', 'tsx'],
+    );
+    servers.push(provider);
+    await provider.waitForOutput(/listening/, { what: 'the provider to listen' });
+
+    const port = await freePort();
+    const env = { OAUTH_CLIENT_SECRET: secret, OAUTH_PROVIDER_URL: `http://127.0.0.1:${providerPort}` };
+    const dev = new ServerProcess(
+      [
+        'dev',
+        '--apps',
+        'examples/oauth2/calendar-app.ts',
+        '--data',
+        join(dir, 'data'),
+        '--port',
+        String(port),
+      ],
+      env,
+    );
+    servers.push(dev);
+    const [, url] = await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
+      timeoutMs: 170_000,
+      what: 'dev to listen',
+    });
+
+    const run = await runCli([
+      'run',
+      'calendar',
+      "what's on today?",
+      '--user',
+      'ada',
+      '--follow',
+      '--url',
+      url!,
+    ]);
+    expect(run.code, show(run)).toBe(3);
+    const id = /inv_[0-9a-f-]+/.exec(run.stdout)?.[0] as string;
+    const status = await runCli(['status', id, '--url', url!]);
+    const authorize = /open to authorize: (\S+)/.exec(status.stdout)?.[1];
+    expect(authorize, show(status)).toContain(`http://127.0.0.1:${providerPort}/authorize?`);
+
+    // The browser: the provider consents at once and redirects to dev's callback.
+    const consent = await fetch(authorize!, { redirect: 'manual' });
+    const callback = consent.headers.get('location') as string;
+    expect(callback.startsWith(`http://127.0.0.1:${port}/v1/auth/callback?`)).toBe(true);
+    const page = await fetch(callback);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Authorized');
+
+    const done = await waitFor(
+      async () => {
+        const view = (await (await fetch(`${url}/v1/invocations/${id}`)).json()) as Record<string, unknown>;
+        return view.status === 'completed' ? view : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: 'the run to complete' },
+    );
+    expect(done.output).toBe('Today: 09:30 stand-up; 14:00 design review.');
+    expect(dev.output).not.toContain(secret);
+  });
+});
