@@ -57,7 +57,7 @@ export async function redeemAuthAnswer(
   input: FunctionResponseInput,
   invocationId: string | undefined,
 ): Promise<AuthCredential | undefined> {
-  const uri = (input?.response as { authResponseUri?: unknown } | undefined)?.authResponseUri;
+  const uri = callbackUriOf(input?.response);
   if (uri === undefined || typeof input.id !== 'string') return undefined;
   const request = await findToolRequest(deps.db, input.id, invocationId);
   if (!request || request.kind !== 'auth') return undefined; // answerTx says what is wrong
@@ -108,4 +108,15 @@ export async function redeemAuthAnswer(
     attempt: 0,
   });
   return credential;
+}
+
+/**
+ * The callback URL an answer carries: `authResponseUri` at the top, or where ADK's clients put it (the auth config
+ * sent back, with `exchangedAuthCredential.oauth2.authResponseUri` filled in).
+ */
+function callbackUriOf(response: Record<string, unknown> | undefined): unknown {
+  if (response?.authResponseUri !== undefined) return response.authResponseUri;
+  const exchanged = response?.exchangedAuthCredential as
+    { oauth2?: { authResponseUri?: unknown } } | undefined;
+  return exchanged?.oauth2?.authResponseUri;
 }

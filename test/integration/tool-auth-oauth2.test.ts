@@ -386,6 +386,42 @@ describe('OAuth2 authorization code with PKCE', () => {
     provider.refreshDelayMs = 0;
   });
 
+  it('an expired token whose refresh the provider refuses is deleted, and the user asked again', async () => {
+    // Every token gina gets expires within the leeway: each use refreshes it.
+    provider.expiresIn = { authorization_code: 30, refresh_token: 30 };
+    onTestFinished(() => {
+      provider.expiresIn = {};
+    });
+    const first = await start('calendar', 'gina');
+    const pending = await pausedForAuth(first);
+    // Answered as ADK's clients answer: the auth config back, the callback URL inside exchangedAuthCredential.
+    const callback = await consent((pending.auth as Json).authorizationUrl as string);
+    const config: Json = { ...(pending.auth as Json), authorizationUrl: undefined };
+    const exchanged = (config.exchangedAuthCredential as { oauth2: Json }).oauth2;
+    const adkAnswer = {
+      ...config,
+      exchangedAuthCredential: { authType: 'oauth2', oauth2: { ...exchanged, authResponseUri: callback } },
+    };
+    expect(
+      (
+        await http('POST', `/v1/invocations/${first}/responses`, {
+          functionResponses: [{ id: pending.callId, name: REQUEST_CREDENTIAL, response: adkAnswer }],
+        })
+      ).status,
+    ).toBe(200);
+    expect((await settled(first)).status).toBe('completed');
+    expect(await credentialRows()).toContainEqual(expect.objectContaining({ user_id: 'gina' }));
+
+    provider.revokeRefreshTokens();
+    const refused = provider.stats.refused;
+    const second = await start('calendar', 'gina');
+    await pausedForAuth(second);
+    expect(provider.stats.refused - refused).toBe(1);
+    expect(await credentialRows()).not.toContainEqual(expect.objectContaining({ user_id: 'gina' }));
+    expect(seen.filter((s) => s.run === second)).toEqual([]);
+    await http('POST', `/v1/invocations/${second}/cancel`);
+  });
+
   it('a refused token is deleted and the user asked once more; a second refusal goes to the model', async () => {
     onTestFinished(() => {
       provider.refuseAll = false;
