@@ -99,8 +99,14 @@ describe('McpToolset against @modelcontextprotocol/server-everything (stdio)', (
     );
     expect(done.status).toBe('completed');
     expect(stored.get('ev_trigger-long-running-operation')).toMatchObject({ isError: false });
-    // Progress that arrived while following (the first may come before the follower is attached): in order, of 4.
+    // Progress that arrived while following, in order, of 4. Partials are best effort: the first may come before
+    // the follower is attached, the last after the stored response ended the stream.
     expect(partials.length).toBeGreaterThan(0);
-    expect(partials.at(-1)).toMatchObject({ progress: 4, total: 4 });
+    const steps = (partials as { progress: number; total: number }[]).map((p) => {
+      expect(p.total).toBe(4);
+      return p.progress;
+    });
+    expect(steps).toEqual([...steps].sort((a, b) => a - b));
+    expect(Math.max(...steps)).toBeLessThanOrEqual(4);
   });
 });

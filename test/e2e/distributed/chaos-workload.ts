@@ -22,6 +22,9 @@ import {
 import { waitFor } from '../../support/wait-for.js';
 import { CHAOS_BRANCHES, CHAOS_ITERATIONS } from '../fixtures/distributed-apps.js';
 
+/** Most batches of runs one chaos test enqueues while waiting for its kills. */
+const MAX_BATCHES = 4;
+
 /** Leaves per chaos invocation (one tool call and two model calls each), plus the final `report` leaf. */
 const LEAVES = CHAOS_BRANCHES * CHAOS_ITERATIONS;
 /** Nodes per invocation: root, fan, loops, leaves, report. */
@@ -47,6 +50,11 @@ export interface ChaosOptions {
   count?: number;
   /** SIGKILL a random worker (and start a new one) about this often; no killer when absent. */
   killEveryMs?: number;
+  /**
+   * With a killer: the kills that must hit the work. A batch that completes before that many more is followed by
+   * another (at most {@link MAX_BATCHES} in all), so a fast machine cannot make the test pass with no crash in it.
+   */
+  minKills?: number;
   disruptions?: Disruption[];
   timeoutMs?: number;
 }
@@ -77,6 +85,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const count = options.count ?? 50;
   const startedMs = Date.now();
   const { ids, runs } = await enqueueRuns(engine, 'chaos', count, options.tag);
+  let batches = 1;
   const killer = options.killEveryMs
     ? startKiller(cluster, { everyMs: options.killEveryMs, db: engineDb })
     : undefined;
@@ -118,7 +127,15 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
           );
           throw new Error(`chaos invocations ended badly: ${JSON.stringify(counts)} ${JSON.stringify(rows)}`);
         }
-        return counts.completed === count;
+        if ((counts.completed ?? 0) < ids.length) return false;
+        if (killer && killer.kills.length < (options.minKills ?? 0) && batches < MAX_BATCHES) {
+          // Done before enough kills hit it: more work, so the kills still to come land on running steps.
+          const more = await enqueueRuns(engine, 'chaos', count, `${options.tag}-${batches++}`);
+          ids.push(...more.ids);
+          for (const [id, run] of more.runs) runs.set(id, run);
+          return false;
+        }
+        return true;
       },
       {
         timeoutMs: options.timeoutMs ?? 180_000,
@@ -133,7 +150,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosResult> {
   const tools = await auditToolCalls(engineDb, ledgerDb, ids);
   const models = await auditModelCalls(engineDb, ledgerDb, runs);
   console.log(
-    `chaos[${options.tag}]: ${count} runs completed in ${(elapsedMs / 1000).toFixed(1)} s; ` +
+    `chaos[${options.tag}]: ${ids.length} runs completed in ${(elapsedMs / 1000).toFixed(1)} s; ` +
       `kills ${kills.length} (holding ${kills.map((k) => k.heldSteps).join('+') || 0} steps); tool executions ${tools.executions} for ${tools.keys} keys ` +
       `(${tools.executions - tools.keys} re-runs of interrupted calls); model calls ${models.calls} for ` +
       `${models.modelEvents} stored model events; steps re-claimed ${models.reclaims}`,

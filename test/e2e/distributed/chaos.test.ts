@@ -21,6 +21,7 @@ describe('distributed chaos: workers SIGKILLed', () => {
       ledgerDb: db,
       tag: 'kill',
       killEveryMs: 2_000,
+      minKills: 2,
     });
     expect(result.kills.length).toBeGreaterThanOrEqual(2);
     expectChaosGuarantees(result);

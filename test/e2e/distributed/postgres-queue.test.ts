@@ -22,6 +22,7 @@ describe('distributed chaos on the Postgres-only queue', () => {
       ledgerDb: db,
       tag: 'pgq',
       killEveryMs: 2_000,
+      minKills: 2,
     });
     expect(result.kills.length).toBeGreaterThanOrEqual(2);
     expectChaosGuarantees(result);
