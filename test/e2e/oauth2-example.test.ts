@@ -84,6 +84,39 @@ describe('the OAuth2 example', () => {
       { timeoutMs: 60_000, intervalMs: 100, what: 'the run to complete' },
     );
     expect(done.output).toBe('Today: 09:30 stand-up; 14:00 design review.');
+
+    // Another user answers from the CLI with the callback URL the provider sent them to (a page that could not
+    // reach this server, say): `agentloom auth ID CALL --callback-url URL`.
+    const second = await runCli([
+      'run',
+      'calendar',
+      'and tomorrow?',
+      '--user',
+      'bo',
+      '--follow',
+      '--url',
+      url!,
+    ]);
+    expect(second.code, show(second)).toBe(3);
+    const id2 = /inv_[0-9a-f-]+/.exec(second.stdout)?.[0] as string;
+    const view = (await (await fetch(`${url}/v1/invocations/${id2}`)).json()) as {
+      pending: { callId: string; auth: { authorizationUrl: string } }[];
+    };
+    const [pending] = view.pending;
+    const sentBack = (await fetch(pending!.auth.authorizationUrl, { redirect: 'manual' })).headers.get(
+      'location',
+    );
+    const answered = await runCli(['auth', id2, pending!.callId, '--callback-url', sentBack!, '--url', url!]);
+    expect(answered.code, show(answered)).toBe(0);
+    const completed = await waitFor(
+      async () => {
+        const run = (await (await fetch(`${url}/v1/invocations/${id2}`)).json()) as Record<string, unknown>;
+        return run.status === 'completed' ? run : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100, what: `${id2} to complete` },
+    );
+    expect(completed.output).toBe('Today: 09:30 stand-up; 14:00 design review.');
     expect(dev.output).not.toContain(secret);
+    expect(answered.stdout + answered.stderr).not.toContain(new URL(sentBack!).searchParams.get('code'));
   });
 });
