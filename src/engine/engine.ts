@@ -21,7 +21,7 @@ import { followEvents, waitForSettled } from './follow.js';
 import { observeSteps } from './observer.js';
 import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
 import { toolsetsOf, type RegisteredApp } from './registry.js';
-import { answerTx, type FunctionResponseInput } from './resume.js';
+import { answerTx, definitionsOf, type FunctionResponseInput } from './resume.js';
 import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './auth-answers.js';
 import { findToolRequest } from '../store/tool-requests.js';
 import type { CredentialVault } from './credential-vault.js';
@@ -275,7 +275,7 @@ export class Engine {
     for (const response of input.functionResponses) {
       // An OAuth2 callback URL: its code is redeemed first (an HTTP call, outside the answer's transaction).
       const credential = await redeemAuthAnswer(this.authDeps, response, input.invocationId);
-      const { jobs, definition } = await this.store.transaction(async (tx) => {
+      const groups = await this.store.transaction(async (tx) => {
         const answered = await answerTx(tx, response, {
           invocationId: input.invocationId,
           by: input.by,
@@ -283,13 +283,13 @@ export class Engine {
           credential,
         });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
-        const inv = await getInvocation(tx, answered.invocationId);
-        this.assertSameDefinition(inv);
-        return { jobs: answered.jobs, definition: inv?.definitionHash ?? '' };
+        this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
+        // An answer may resume other runs too (one consent, every call waiting for that credential).
+        return definitionsOf(tx, answered.jobs);
       });
       if (credential)
         await this.authDeps.fault('after-credential-stored', { invocationId: '', path: '', attempt: 0 });
-      await this.wake(jobs, definition);
+      for (const [definition, jobs] of groups) await this.wake(jobs, definition);
     }
   }
 

@@ -22,7 +22,7 @@ import type { Db } from '../store/database.js';
 import { appendEventTx } from '../store/events.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../store/invocations.js';
 import { getNode, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../store/nodes.js';
-import { answerToolRequestTx, findToolRequest, pendingToolRequests } from '../store/tool-requests.js';
+import { answerToolRequestTx, findToolRequest, pendingAuthRequests } from '../store/tool-requests.js';
 
 /** One answer. */
 export interface FunctionResponseInput {
@@ -35,7 +35,15 @@ export interface FunctionResponseInput {
 export async function answerTx(
   tx: Db,
   input: FunctionResponseInput,
-  options: { invocationId?: string; by?: string; vault?: CredentialVault; credential?: AuthCredential },
+  options: {
+    invocationId?: string;
+    by?: string;
+    vault?: CredentialVault;
+    /** The credential an OAuth2 callback redeemed (engine/auth-answers.ts). */
+    credential?: AuthCredential;
+    /** Answer this call only (not the other calls waiting for the same credential). */
+    alone?: boolean;
+  },
 ): Promise<{ invocationId: string; jobs: NodeJobRef[] }> {
   if (typeof input?.id !== 'string' || input.id === '') {
     throw new AgentloomError(
@@ -136,17 +144,20 @@ export async function answerTx(
       },
     },
   });
-  if (credential && options.vault) {
-    const owner = {
-      app: invocation.app,
-      userId: invocation.userId,
-      credentialKey: credentialKeyOf(credential.auth),
-    };
+  const owner = credential && {
+    app: invocation.app,
+    userId: invocation.userId,
+    credentialKey: credentialKeyOf(credential.auth),
+  };
+  if (credential && owner && options.vault && !options.alone) {
     await options.vault.saveTx(tx, owner, credential.credential);
   }
   await answerToolRequestTx(tx, invocationId, input.id, response, options.by);
-  // One consent serves every call of the run waiting for the same credential (parallel branches).
-  const also = credential ? await sameCredentialTx(tx, invocationId, input, credential, options) : [];
+  // One consent serves every call of the user waiting for the same credential.
+  const also =
+    credential && owner && !options.alone
+      ? await sameCredentialTx(tx, owner, input, credential, options)
+      : [];
   if (node.status !== 'paused') return { invocationId, jobs: also };
   const job = await wakeNodeTx(tx, invocationId, node.path, 'pending');
   await unpauseAncestorsTx(tx, invocationId, node.parentPath);
@@ -154,27 +165,44 @@ export async function answerTx(
   return { invocationId, jobs: job ? [job, ...also] : also };
 }
 
-/** Answers the run's other pending `auth` calls for the credential just stored; the jobs that resume them. */
+/**
+ * Answers the other pending `auth` calls for the credential just stored — in this run (parallel branches) and in
+ * the user's other live runs of the app: one consent serves them all. The jobs that resume them (each carries its
+ * invocation; see {@link definitionsOf}).
+ */
 async function sameCredentialTx(
   tx: Db,
-  invocationId: string,
+  owner: { app: string; userId: string; credentialKey: string },
   input: FunctionResponseInput,
   stored: { auth: ToolAuth; credential: AuthCredential },
   options: { by?: string; vault?: CredentialVault },
 ): Promise<NodeJobRef[]> {
-  const key = credentialKeyOf(stored.auth);
   const jobs: NodeJobRef[] = [];
-  for (const other of await pendingToolRequests(tx, invocationId)) {
-    if (other.kind !== 'auth' || other.callId === input.id) continue;
-    if (credentialKeyOf(askedAuth(other.request.auth)) !== key) continue;
+  for (const other of await pendingAuthRequests(tx, owner)) {
+    if (other.callId === input.id) continue;
     const answered = await answerTx(
       tx,
       { id: other.callId, response: input.response },
-      { ...options, invocationId, credential: stored.credential },
+      { ...options, invocationId: other.invocationId, credential: stored.credential, alone: true },
     );
     jobs.push(...answered.jobs);
   }
   return jobs;
+}
+
+/** Resume jobs grouped by the definition hash of their invocation (workers of that definition run them). */
+export async function definitionsOf(tx: Db, jobs: NodeJobRef[]): Promise<Map<string, NodeJobRef[]>> {
+  const byDefinition = new Map<string, NodeJobRef[]>();
+  const hashes = new Map<string, string>();
+  for (const job of jobs) {
+    let hash = hashes.get(job.invocationId);
+    if (hash === undefined) {
+      hash = (await getInvocation(tx, job.invocationId))?.definitionHash ?? '';
+      hashes.set(job.invocationId, hash);
+    }
+    byDefinition.set(hash, [...(byDefinition.get(hash) ?? []), job]);
+  }
+  return byDefinition;
 }
 
 /** The framework call a request of this kind answers, for kinds whose answer is not the tool call's response. */

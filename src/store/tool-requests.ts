@@ -1,9 +1,9 @@
 /** Paused tool calls and their answers (audit trail). */
-import { and, desc, eq, inArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm';
 import { HotStatement, type Db } from './database.js';
 import { invocationFromJson } from './step-rows.js';
-import type { InvocationRow } from './invocations.js';
-import { toolRequests, artifacts } from './schema.js';
+import { TERMINAL_INVOCATION, type InvocationRow } from './invocations.js';
+import { toolRequests, artifacts, invocations } from './schema.js';
 
 export type ToolRequestRow = typeof toolRequests.$inferSelect;
 
@@ -29,6 +29,32 @@ export async function findToolRequest(
   const query = db.select().from(toolRequests).where(where);
   const [row] = forUpdate ? await query.for('update') : await query;
   return row;
+}
+
+/**
+ * The pending `auth` requests for one credential (app, user, key) in the user's runs that have not ended, oldest
+ * first: the calls one consent answers.
+ */
+export async function pendingAuthRequests(
+  db: Db,
+  owner: { app: string; userId: string; credentialKey: string },
+): Promise<ToolRequestRow[]> {
+  return db
+    .select({ request: toolRequests })
+    .from(toolRequests)
+    .innerJoin(invocations, eq(invocations.id, toolRequests.invocationId))
+    .where(
+      and(
+        eq(invocations.app, owner.app),
+        eq(invocations.userId, owner.userId),
+        notInArray(invocations.status, [...TERMINAL_INVOCATION]),
+        eq(toolRequests.kind, 'auth'),
+        eq(toolRequests.status, 'pending'),
+        sql`${toolRequests.request} -> 'auth' ->> 'credentialKey' = ${owner.credentialKey}`,
+      ),
+    )
+    .orderBy(toolRequests.createdAt)
+    .then((rows) => rows.map((r) => r.request));
 }
 
 /** Pending requests of an invocation, oldest first. */

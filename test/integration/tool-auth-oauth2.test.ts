@@ -386,6 +386,25 @@ describe('OAuth2 authorization code with PKCE', () => {
     provider.refreshDelayMs = 0;
   });
 
+  it("one consent resumes the user's other runs waiting for the same credential, not another user's", async () => {
+    const first = await start('calendar', 'hank');
+    const second = await start('calendar', 'hank');
+    const other = await start('calendar', 'ivy');
+    const pending = await pausedForAuth(first);
+    await pausedForAuth(second);
+    await pausedForAuth(other);
+    expect((await http('GET', await consent((pending.auth as Json).authorizationUrl as string))).status).toBe(
+      200,
+    );
+    expect((await settled(first)).status).toBe('completed');
+    expect((await settled(second)).status).toBe('completed');
+    const trail = (await http('GET', `/v1/invocations/${second}/requests`)).body.requests as Json[];
+    expect(trail).toMatchObject([{ kind: 'auth', status: 'answered', response: { stored: true } }]);
+    expect(seen.filter((s) => s.run === first || s.run === second).map((s) => s.status)).toEqual([200, 200]);
+    expect((await settled(other)).status).toBe('paused');
+    await http('POST', `/v1/invocations/${other}/cancel`);
+  });
+
   it('an expired token whose refresh the provider refuses is deleted, and the user asked again', async () => {
     // Every token gina gets expires within the leeway: each use refreshes it.
     provider.expiresIn = { authorization_code: 30, refresh_token: 30 };
