@@ -32,6 +32,7 @@ import {
 import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
 import { call, scripted } from '../support/agents.js';
 import { REPO } from '../support/cli.js';
+import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
 import { createTestDatabase } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -516,24 +517,9 @@ describe('secrets', () => {
     const secrets = [calendarClient.secret, serviceClient.secret, ...provider.issued];
     expect(provider.issued.filter((s) => s.includes('refresh')).length).toBeGreaterThan(1);
     expect(provider.issued.filter((s) => s.includes('code')).length).toBeGreaterThan(3);
-    const { rows } = (await engine.store.db.execute(
-      sql.raw(`select 'events' as t, row_to_json(x)::text as r from events x
-       union all select 'sessions', row_to_json(x)::text from sessions x
-       union all select 'invocations', row_to_json(x)::text from invocations x
-       union all select 'tool_requests', row_to_json(x)::text from tool_requests x
-       union all select 'nodes', row_to_json(x)::text from nodes x
-       union all select 'credentials', row_to_json(x)::text from credentials x`),
-    )) as unknown as { rows: { t: string; r: string }[] };
+    const rows = await scannedRows(engine);
     expect(rows.filter((r) => r.t === 'credentials').length).toBeGreaterThan(2);
-    for (const secret of secrets) {
-      const hex = Buffer.from(secret).toString('hex');
-      for (const row of rows) {
-        expect(row.r, `${row.t} holds a secret`).not.toContain(secret);
-        expect(row.r, `${row.t} holds a secret (as hex)`).not.toContain(hex);
-      }
-      for (const text of answers) expect(text).not.toContain(secret);
-      for (const line of logLines) expect(line).not.toContain(secret);
-    }
+    expectNoSecrets(secrets, { rows, answers, logLines });
     expect(logLines.length).toBeGreaterThan(10);
   });
 });

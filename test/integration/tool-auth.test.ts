@@ -7,13 +7,13 @@
  * invocations or tool_requests, in any API answer, or in the log; the credentials table holds only ciphertext.
  */
 import { randomBytes } from 'node:crypto';
-import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { REQUEST_CREDENTIAL } from '../../src/agents/journal.js';
 import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
 import { call, scripted } from '../support/agents.js';
+import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
 import { createTestDatabase } from '../support/services.js';
 
 const API_KEY = `planted-api-key-${randomBytes(8).toString('hex')}`;
@@ -225,26 +225,11 @@ describe('the auth gate', () => {
 
   it('leaves no planted secret in any row, API answer or log line; the credentials table holds ciphertext', async () => {
     await http('GET', '/metrics');
-    const { rows } = (await engine.store.db.execute(
-      sql.raw(`select 'events' as t, row_to_json(x)::text as r from events x
-       union all select 'sessions', row_to_json(x)::text from sessions x
-       union all select 'invocations', row_to_json(x)::text from invocations x
-       union all select 'tool_requests', row_to_json(x)::text from tool_requests x
-       union all select 'nodes', row_to_json(x)::text from nodes x
-       union all select 'credentials', row_to_json(x)::text from credentials x`),
-    )) as unknown as { rows: { t: string; r: string }[] };
+    const rows = await scannedRows(engine);
     expect(rows.length).toBeGreaterThan(20);
     const credentialRows = rows.filter((r) => r.t === 'credentials');
     expect(credentialRows).toHaveLength(3);
-    for (const secret of SECRETS) {
-      const hex = Buffer.from(secret).toString('hex');
-      for (const row of rows) {
-        expect(row.r, `${row.t} holds a secret`).not.toContain(secret);
-        expect(row.r, `${row.t} holds a secret (as hex)`).not.toContain(hex);
-      }
-      for (const text of answers) expect(text).not.toContain(secret);
-      for (const line of logLines) expect(line).not.toContain(secret);
-    }
+    expectNoSecrets(SECRETS, { rows, answers, logLines });
     expect(logLines.length).toBeGreaterThan(10);
   });
 });
