@@ -94,6 +94,13 @@ export interface NodeRuntime {
    * FENCED when another worker took the node over, so a zombie never spends or acts.
    */
   checkLease(): Promise<void>;
+  /**
+   * Calls `send` — the call that makes a model or tool request leave this process — with this attempt's lease
+   * surely held at that instant: a synchronous clock check when the lease is fresh, a renewal (FENCED for a zombie)
+   * when this process's clock says it may have lapsed, and no await between the check and `send()`. Deferred
+   * events are stored first.
+   */
+  sendLeased<T>(send: () => Promise<T>): Promise<T>;
   /** Counts one model call against the invocation's budget; throws LLM_CALL_BUDGET_EXCEEDED when spent. */
   reserveLlmCall(): Promise<void>;
   /** Resolves a model reference (an instance or a registered name). */

@@ -142,8 +142,12 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
     const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
     const model = rt.resolveModel(agent.options.model);
     const timeoutMs = agent.options.modelTimeoutMs;
+    await rt.fault('before-model-send');
     return await withDeadline(
-      (signal) => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined),
+      // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker"): a freeze in
+      // the awaits above (history, callbacks, the budget) must not send on waking.
+      (signal) =>
+        rt.sendLeased(() => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined)),
       {
         parent: rt.signal,
         timeoutMs,

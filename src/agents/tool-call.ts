@@ -314,8 +314,9 @@ async function runTool(
   const beforeWrites = stateWrites(ctx);
   let response: Record<string, unknown>;
   try {
-    await scope.rt.checkLease();
-    response = toResponseObject(await tool.run(args, ctx));
+    await scope.rt.fault('before-tool-send');
+    // The lease check is the last thing before the call starts (ARCHITECTURE "Zombie worker").
+    response = toResponseObject(await scope.rt.sendLeased(() => tool.run(args, ctx)));
   } catch (err) {
     if (err instanceof ChildPaused) return { kind: 'child_paused' };
     if (isControlFlow(err)) throw err;

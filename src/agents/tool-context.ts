@@ -95,6 +95,7 @@ export function makeToolContext(
       ctx.confirmationRequest = request;
     },
     signal: rt.signal,
+    sendLeased: (send) => rt.sendLeased(send),
     elicit: (request) => rt.elicit({ id, name: call.name, args: call.args ?? {} }, request),
     reportProgress({ progress, total, message }) {
       const response = {

@@ -15,7 +15,8 @@ import { cancelledCallIds, withdrawToolRequestsTx } from '../store/tool-requests
 import { openElicitations } from '../agents/journal.js';
 import { commitLeaf } from './leaf-commit.js';
 import { SHUTDOWN } from './local-steps.js';
-import { EngineNodeRuntime, LeaseGuard } from './node-runtime.js';
+import { LeaseGuard } from './lease-guard.js';
+import { EngineNodeRuntime } from './node-runtime.js';
 import type { StepRun } from './observer.js';
 import {
   stepLog,

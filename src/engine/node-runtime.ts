@@ -28,6 +28,7 @@ import { exitLoop } from '../tools/exit-loop.js';
 import type { Logger } from 'pino';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
+import { stopped, type LeaseGuard } from './lease-guard.js';
 
 /** What the runtime needs from the engine. */
 export interface NodeRuntimeDeps {
@@ -46,47 +47,6 @@ export interface NodeRuntimeDeps {
   logger?: Logger;
   /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
   vault?: CredentialVault;
-}
-
-/**
- * The lease of one claimed attempt as this process sees it: when it was last renewed (by this process's clock),
- * and how to renew it (a fenced write that fails once another attempt claimed the node).
- */
-export class LeaseGuard {
-  private renewedAt: number;
-
-  /** `leasedAt`: when the lease was taken or last renewed (Date.now()), when not now. */
-  constructor(
-    private readonly renewFn: () => Promise<boolean>,
-    private readonly leaseMs: number,
-    private readonly onLost: () => void,
-    leasedAt: number = Date.now(),
-  ) {
-    this.renewedAt = leasedAt;
-  }
-
-  /** Renews the lease; false (and `onLost`) when the attempt was superseded. */
-  async renew(): Promise<boolean> {
-    const started = Date.now();
-    const ours = await this.renewFn();
-    if (ours) this.renewedAt = Math.max(this.renewedAt, started);
-    else this.onLost();
-    return ours;
-  }
-
-  /**
-   * Resolves while the lease is surely held. Healthy steps renew every third of the lease, so this costs nothing;
-   * past half the lease since the last renewal (the process was frozen, or its timers starved) it renews first.
-   */
-  async ensure(path: string, attempt: number): Promise<void> {
-    if (Date.now() - this.renewedAt < this.leaseMs / 2) return;
-    if (!(await this.renew())) {
-      throw new AgentloomError(
-        'FENCED',
-        `node ${path} attempt ${attempt} lost its lease while this process was not running; another worker took over`,
-      );
-    }
-  }
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -278,6 +238,15 @@ export class EngineNodeRuntime implements NodeRuntime {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the step was stopped');
     await this.flush();
     await this.lease?.ensure(this.nodePath, this.node.attempt);
+  }
+
+  async sendLeased<T>(send: () => Promise<T>): Promise<T> {
+    await this.flush();
+    if (!this.lease) {
+      if (this.signal.aborted) throw stopped(this.signal);
+      return send();
+    }
+    return this.lease.send(this.nodePath, this.node.attempt, this.signal, send);
   }
 
   async reserveLlmCall(): Promise<void> {

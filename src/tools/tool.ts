@@ -82,6 +82,13 @@ export interface ToolContext {
   /** Aborted when the invocation is cancelled. */
   readonly signal: AbortSignal;
   /**
+   * Calls `send` — the call that makes this tool's request leave the process — with the step's lease surely held
+   * at that instant (a worker frozen past its lease, then woken, stops with FENCED instead of sending). The engine
+   * already checks just before `run`; a tool that does I/O of its own first (connecting, fetching a token) wraps
+   * its request in this.
+   */
+  sendLeased<T>(send: () => Promise<T>): Promise<T>;
+  /**
    * Tells live listeners how far the call got: a partial event (streamed, never stored) carrying a function
    * response `{progress, total?, message?}` for this call. An MCP server's progress notifications arrive here.
    */

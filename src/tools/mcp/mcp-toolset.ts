@@ -261,21 +261,24 @@ export class McpToolset implements Toolset {
       };
       try {
         const result = await withDeadline(
+          // Connecting may have taken a while: the lease check is the last thing before the call leaves.
           (signal) =>
-            client.callTool(
-              { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
-              undefined,
-              {
-                signal,
-                // Ours is the deadline (it names the server and the tool, and stops while the user is asked).
-                timeout: SDK_TIMEOUT_MS,
-                onprogress: ({ progress, total, message }) =>
-                  ctx.reportProgress({
-                    progress,
-                    ...(total !== undefined ? { total } : {}),
-                    ...(message !== undefined ? { message } : {}),
-                  }),
-              },
+            ctx.sendLeased(() =>
+              client.callTool(
+                { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
+                undefined,
+                {
+                  signal,
+                  // Ours is the deadline (it names the server and the tool, and stops while the user is asked).
+                  timeout: SDK_TIMEOUT_MS,
+                  onprogress: ({ progress, total, message }) =>
+                    ctx.reportProgress({
+                      progress,
+                      ...(total !== undefined ? { total } : {}),
+                      ...(message !== undefined ? { message } : {}),
+                    }),
+                },
+              ),
             ),
           {
             parent: ctx.signal,
