@@ -2,7 +2,8 @@
  * Executing a step (ARCHITECTURE.md): the scheduler is the dispatcher of a worker's step jobs. A job is routed by
  * job-intake.ts (claimed leaf, or workflow node), a leaf runs through continuation.ts → leaf-run.ts → leaf-commit.ts,
  * a workflow node advances through workflow-advance.ts (→ join.ts, advance-plan.ts). Postgres decides; the queue
- * only wakes. Read the files in that order to follow a job from `handle` to its commit.
+ * only wakes. Read the files in that order, all in src/engine/step/ (README.md there), to follow a job from `handle`
+ * to its commit; its statements are in src/store/step/.
  */
 import { AgentloomError } from '../../core/errors.js';
 import { jobId, type StepJob } from '../../queue/step-queue.js';

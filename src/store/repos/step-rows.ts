@@ -1,7 +1,8 @@
 /**
- * Rows and SQL fragments shared by the hot step statements (step-claims, step-advance, leaf-completion,
- * workflow-end, branch-ends, new-session-invocation): JSON rows mapped to drizzle row types, the state a step sees,
- * the event row the statements insert. No statement of its own. Imports only lower store modules.
+ * Rows and SQL fragments shared by the hot step statements (store/step/: step-claims, step-advance,
+ * leaf-completion, workflow-end, branch-ends, new-session-invocation) and by tool-requests.ts: JSON rows mapped to
+ * drizzle row types, the state a step sees, the event row the statements insert. No statement of its own. Here in
+ * repos/, beside the tables it maps, so repositories and step statements both import it downward.
  */
 import { sql } from 'drizzle-orm';
 import type { EventRow } from './events.js';
