@@ -1,5 +1,5 @@
 /**
- * Fails when src/store/schema.ts has changes that no committed migration covers: runs drizzle-kit generate
+ * Fails when src/store/db/schema.ts has changes that no committed migration covers: runs drizzle-kit generate
  * into a scratch copy of migrations/ and checks that it had nothing to write.
  */
 import { spawnSync } from 'node:child_process';
@@ -15,7 +15,7 @@ try {
   const config = join(scratch, 'drizzle.config.mjs');
   writeFileSync(
     config,
-    `export default { dialect: 'postgresql', schema: './src/store/schema.ts', out: ${JSON.stringify(relative(root, out))} };\n`,
+    `export default { dialect: 'postgresql', schema: './src/store/db/schema.ts', out: ${JSON.stringify(relative(root, out))} };\n`,
   );
   const before = readdirSync(out).length;
   const result = spawnSync(join(root, 'node_modules/.bin/drizzle-kit'), ['generate', '--config', config], {
@@ -29,12 +29,12 @@ try {
   const after = readdirSync(out).length;
   if (after !== before || !/No schema changes/i.test(result.stdout)) {
     console.error(
-      'migrations drift: src/store/schema.ts changed without a migration. Run `npm run db:generate` and commit migrations/.',
+      'migrations drift: src/store/db/schema.ts changed without a migration. Run `npm run db:generate` and commit migrations/.',
     );
     console.error(result.stdout, result.stderr);
     process.exit(1);
   }
-  console.log('migrations: no drift from src/store/schema.ts');
+  console.log('migrations: no drift from src/store/db/schema.ts');
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

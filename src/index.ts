@@ -15,4 +15,4 @@ export {
   type DeclarativeApp,
   type Registries,
   type YamlAppsCheck,
-} from './config/load-apps.js';
+} from './config/apps/load-apps.js';

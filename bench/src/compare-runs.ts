@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { cost, fmt, MODES, TOLERANCE, WORKLOADS } from './report/baseline.js';
-import { figure, type BenchReport } from './report/targets.js';
+import { figure, type BenchReport } from './report/shape.js';
 
 const argv = process.argv.slice(2);
 const arg = (name: string): string | undefined => {

@@ -12,7 +12,7 @@ import type {
   nodeListSchema,
   sessionSchema,
   toolRequestListSchema,
-} from '../../src/api/schemas.js';
+} from '../../src/api/http/schemas.js';
 import type { Event } from '../../src/core/event.js';
 
 export type ApiErrorBody = Partial<z.infer<typeof errorSchema>>;

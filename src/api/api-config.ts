@@ -12,7 +12,7 @@ import {
   type FlagsOf,
   type SettingsOf,
 } from '../config/settings.js';
-import { parseApiKeys } from './auth.js';
+import { parseApiKeys } from './http/auth.js';
 
 /**
  * Where the HTTP API listens and who may call it: `--port`, else PORT, else 8080 (0: any free port); the keys of

@@ -9,8 +9,8 @@ import { backendOptions } from '../config/process-config.js';
 import type { Engine } from '../engine/engine.js';
 import { appVersions, startProcess } from '../engine/process-lifecycle.js';
 import type { ApiConfig } from './api-config.js';
-import type { ApiKey } from './auth.js';
-import type { ApiApp } from './context.js';
+import type { ApiKey } from './http/auth.js';
+import type { ApiApp } from './http/context.js';
 import { createApiServer } from './server.js';
 
 /**

@@ -19,22 +19,22 @@ import type { Logger } from 'pino';
 import { AgentloomError } from '../core/errors.js';
 import { packageRoot } from '../core/package-root.js';
 import type { Engine } from '../engine/engine.js';
-import { authenticate, parseApiKeys, type ApiKey } from './auth.js';
-import type { ApiApp, RouteContext } from './context.js';
-import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './errors.js';
+import { authenticate, parseApiKeys, type ApiKey } from './http/auth.js';
+import type { ApiApp, RouteContext } from './http/context.js';
+import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './http/errors.js';
 import type { Registry } from 'prom-client';
-import { ApiMetrics } from './metrics.js';
-import { appRoutes } from './routes-apps.js';
-import { credentialRoutes } from './routes-credentials.js';
-import { authRoutes } from './routes-auth.js';
-import { eventRoutes } from './routes-events.js';
-import { invocationRoutes } from './routes-invocations.js';
-import { opsRoutes, PUBLIC_ROUTES } from './routes-ops.js';
-import { requestRoutes } from './routes-requests.js';
-import { consoleRoutes, isConsoleRoute } from './routes-console.js';
+import { ApiMetrics } from './http/metrics.js';
+import { appRoutes } from './routes/routes-apps.js';
+import { credentialRoutes } from './routes/routes-credentials.js';
+import { authRoutes } from './routes/routes-auth.js';
+import { eventRoutes } from './routes/routes-events.js';
+import { invocationRoutes } from './routes/routes-invocations.js';
+import { opsRoutes, PUBLIC_ROUTES } from './routes/routes-ops.js';
+import { requestRoutes } from './routes/routes-requests.js';
+import { consoleRoutes, isConsoleRoute } from './routes/routes-console.js';
 import { devUiRoutes } from './adk/adk-dev-ui.js';
 import { adkRoutes } from './adk/adk-routes.js';
-import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './unread-body.js';
+import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './http/unread-body.js';
 
 /** Options of {@link createApiServer}. */
 export interface ApiServerOptions {

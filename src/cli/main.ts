@@ -7,10 +7,10 @@ import { Command, CommanderError } from 'commander';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv } from '../config/env.js';
 import type { WorkerFlags } from '../config/worker-config.js';
-import { describeError, EXIT, exitCodeOfError } from './cli-errors.js';
-import { registerAuthCommands } from './auth-commands.js';
-import { registerClientCommands } from './client-commands.js';
-import type { DevFlags } from './dev.js';
+import { describeError, EXIT, exitCodeOfError } from './terminal/cli-errors.js';
+import { registerAuthCommands } from './client/auth-commands.js';
+import { registerClientCommands } from './client/client-commands.js';
+import type { DevFlags } from './dev/dev.js';
 import type { ValidateFlags } from './validate.js';
 
 const program = new Command('agentloom')
@@ -27,7 +27,7 @@ program
   .option('--data <dir>', 'PGlite data directory (recreated)', '.agentloom/demo')
   .option('--topic <text>', 'what to write about')
   .action(async (opts: { data: string; topic?: string }) => {
-    const { runDemo } = await import('./demo.js');
+    const { runDemo } = await import('./dev/demo.js');
     const status = await runDemo({ dataDir: opts.data, topic: opts.topic });
     process.exitCode = status === 'completed' ? 0 : 1;
   });
@@ -146,7 +146,7 @@ program
     'enqueue one run of the example app through the API, print its live events and how to approve its pause (npm start)',
   )
   .action(async (opts: DevFlags) => {
-    const { devConfig, runDev } = await import('./dev.js');
+    const { devConfig, runDev } = await import('./dev/dev.js');
     await runDev(devConfig(opts));
   });
 

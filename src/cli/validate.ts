@@ -5,10 +5,10 @@
  * `createEngine({ apps: PATH, tools, models })` gets). Valid: one summary line, exit 0. Invalid: every problem as
  * `file:line:col: path: message`, exit 1.
  */
-import { checkAppsYaml, formatProblem, type YamlAppsCheck } from '../config/load-apps.js';
+import { checkAppsYaml, formatProblem, type YamlAppsCheck } from '../config/apps/load-apps.js';
 import { hasErrorCode } from '../core/errors.js';
-import { loadRegistries } from '../engine/apps-module.js';
-import { registerApps } from '../engine/registry.js';
+import { loadRegistries } from '../engine/apps/apps-module.js';
+import { registerApps } from '../engine/apps/registry.js';
 
 /** Flags of `agentloom validate`. */
 export interface ValidateFlags {

@@ -12,17 +12,17 @@ import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
 import { RedisBus } from '../queue/bus.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
 import type { StepQueue } from '../queue/step-queue.js';
-import { expireAllLeases } from '../store/nodes.js';
+import { expireAllLeases } from '../store/repos/nodes.js';
 import { NotifyBus } from '../store/notify-bus.js';
-import { createResilientPool } from '../store/pg-pool.js';
+import { createResilientPool } from '../store/db/pg-pool.js';
 import { Store } from '../store/store.js';
-import { loadAppsModule } from './apps-module.js';
+import { loadAppsModule } from './apps/apps-module.js';
 import { Engine } from './engine.js';
 import type { EngineOptions, QueueOption } from './engine-options.js';
-import { authToolsOf, checkDeclaredAuths, declaredAuths, registerApps } from './registry.js';
-import { redirectUriOf } from './oauth2.js';
+import { authToolsOf, checkDeclaredAuths, declaredAuths, registerApps } from './apps/registry.js';
+import { redirectUriOf } from './auth/oauth2.js';
 import { oauthFlow } from '../tools/auth.js';
-import { CredentialVault, missingSecretKey } from './credential-vault.js';
+import { CredentialVault, missingSecretKey } from './auth/credential-vault.js';
 import { parseSecretKey, SecretBox } from '../core/secret-box.js';
 
 const QUEUE_HINT =

@@ -8,10 +8,10 @@ import type { Model } from '../models/model.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
-import type { EngineObserver } from './observer.js';
-import type { CredentialVault } from './credential-vault.js';
-import type { DeclaredAuth } from './registry.js';
-import type { AppDefinition, RegisteredApp } from './registry.js';
+import type { EngineObserver } from './observe/observer.js';
+import type { CredentialVault } from './auth/credential-vault.js';
+import type { DeclaredAuth } from './apps/registry.js';
+import type { AppDefinition, RegisteredApp } from './apps/registry.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
 export type QueueOption =

@@ -11,23 +11,29 @@ import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
 import { newId } from '../core/ids.js';
 import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
-import { getInvocation, type InvocationRow } from '../store/invocations.js';
-import { reconcileNodes, type NodeJobRef } from '../store/nodes.js';
+import { getInvocation, type InvocationRow } from '../store/repos/invocations.js';
+import { reconcileNodes, type NodeJobRef } from '../store/repos/nodes.js';
 import type { Store } from '../store/store.js';
-import { cancelTx, retryTx } from './control.js';
+import { cancelTx, retryTx } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
-import { enqueueInvocation, type Enqueued, type EnqueueInput } from './enqueue.js';
-import { followEvents, waitForSettled } from './follow.js';
-import { observeSteps } from './observer.js';
-import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
-import { toolsetsOf, type RegisteredApp } from './registry.js';
-import { answerTx, definitionsOf, type FunctionResponseInput } from './resume.js';
-import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './auth-answers.js';
-import { findToolRequest } from '../store/tool-requests.js';
-import type { CredentialVault } from './credential-vault.js';
-import { Scheduler } from './scheduler.js';
+import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
+import { followEvents, waitForSettled } from './runs/follow.js';
+import { observeSteps } from './observe/observer.js';
+import {
+  readInvocation,
+  readNodes,
+  readSession,
+  requireInvocation,
+  type SessionView,
+} from './runs/read-views.js';
+import { toolsetsOf, type RegisteredApp } from './apps/registry.js';
+import { answerTx, definitionsOf, type FunctionResponseInput } from './runs/resume.js';
+import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './runs/auth-answers.js';
+import { findToolRequest } from '../store/repos/tool-requests.js';
+import type { CredentialVault } from './auth/credential-vault.js';
+import { Scheduler } from './step/scheduler.js';
 import { schedulerDeps } from './scheduler-deps.js';
-import type { InvocationView, NodeView } from './views.js';
+import type { InvocationView, NodeView } from './runs/views.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
 const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });

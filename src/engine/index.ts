@@ -1,11 +1,11 @@
-export * from './apps-module.js';
+export * from './apps/apps-module.js';
 export * from './create-engine.js';
 export * from './engine.js';
 export type { EngineOptions, EngineParts, QueueOption } from './engine-options.js';
-export type { EnqueueInput } from './enqueue.js';
-export * from './registry.js';
+export type { EnqueueInput } from './runs/enqueue.js';
+export * from './apps/registry.js';
 export * from './runner.js';
-export type { InvocationView, NodeView, PendingCall } from './views.js';
-export type { FunctionResponseInput } from './resume.js';
-export type { StartAt } from './start-agent.js';
-export type { EngineObserver, ModelCallEnd, StepEnd, StepRun, ToolCallEnd } from './observer.js';
+export type { InvocationView, NodeView, PendingCall } from './runs/views.js';
+export type { FunctionResponseInput } from './runs/resume.js';
+export type { StartAt } from './runs/start-agent.js';
+export type { EngineObserver, ModelCallEnd, StepEnd, StepRun, ToolCallEnd } from './observe/observer.js';

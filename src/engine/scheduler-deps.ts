@@ -7,8 +7,15 @@ import { Gemini } from '../models/gemini.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
-import { notify, observeModel, observeModels, observeTool, observeTools, type StepRun } from './observer.js';
-import type { SchedulerDeps } from './step-env.js';
+import {
+  notify,
+  observeModel,
+  observeModels,
+  observeTool,
+  observeTools,
+  type StepRun,
+} from './observe/observer.js';
+import type { SchedulerDeps } from './step/step-env.js';
 
 /** What only the engine knows: this worker's identity and lease, and where partial events and ends go. */
 export interface EngineHooks {

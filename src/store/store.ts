@@ -10,7 +10,7 @@ import {
   type DatabaseTarget,
   type Db,
   type OpenDatabaseOptions,
-} from './database.js';
+} from './db/database.js';
 import {
   EVENTS_CHANNEL,
   appendEvent,
@@ -18,8 +18,8 @@ import {
   type AppendEventInput,
   type EventNotice,
   type ListEventsOptions,
-} from './events.js';
-import { migrate } from './migrate.js';
+} from './repos/events.js';
+import { migrate } from './db/migrate.js';
 import {
   createSessionTx,
   deleteSessionTx,
@@ -31,9 +31,9 @@ import {
   type CreateSessionInput,
   type ListSessionsOptions,
   type SessionRecord,
-} from './sessions.js';
-import { SessionHistoryCache } from './session-history.js';
-import { inTransaction } from './tx.js';
+} from './repos/sessions.js';
+import { SessionHistoryCache } from './repos/session-history.js';
+import { inTransaction } from './db/tx.js';
 
 /** Options of {@link Store.open}. */
 export interface StoreOpenOptions extends OpenDatabaseOptions {

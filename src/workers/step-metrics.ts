@@ -4,7 +4,7 @@
  * (`createEngine({ observer: metrics.observer })`); served by a worker's `--metrics-port`.
  */
 import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import type { EngineObserver } from '../engine/observer.js';
+import type { EngineObserver } from '../engine/observe/observer.js';
 
 /** Seconds; steps and calls range from a millisecond (a workflow node) to minutes (a slow model or tool). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { EXAMPLE_INPUT } from '../../src/cli/demo-app.js';
+import { EXAMPLE_INPUT } from '../../src/cli/dev/demo-app.js';
 import { adkDevtoolsProject } from '../support/adk-devtools.js';
 import { launchBrowser, openPage, type PageTrouble } from '../support/browser.js';
 import { CLI, freePort, REPO, ServerProcess } from '../support/cli.js';

@@ -1,11 +1,11 @@
 /**
- * Claiming several jobs in one statement (store/step-claims.ts `claimForJobs`, what a worker does with a fan-out's jobs):
+ * Claiming several jobs in one statement (store/step/step-claims.ts `claimForJobs`, what a worker does with a fan-out's jobs):
  * each request gets exactly the answer the one-job claim would give, and two workers claiming the same nodes at
  * once (separate pools, so separate connections) never both win a node. On PostgreSQL.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { getNode, updateNodeTx } from '../../src/store/nodes.js';
-import { claimForJobs } from '../../src/store/step-claims.js';
+import { getNode, updateNodeTx } from '../../src/store/repos/nodes.js';
+import { claimForJobs } from '../../src/store/step/step-claims.js';
 import { Store } from '../../src/store/store.js';
 import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';

@@ -6,12 +6,12 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { EngineNodeRuntime } from '../../src/engine/node-runtime.js';
+import { EngineNodeRuntime } from '../../src/engine/step/node-runtime.js';
 import { createEngine, FunctionTool } from '../../src/index.js';
-import { claimLeafTx, getNode, renewLease } from '../../src/store/nodes.js';
-import { getInvocation } from '../../src/store/invocations.js';
+import { claimLeafTx, getNode, renewLease } from '../../src/store/repos/nodes.js';
+import { getInvocation } from '../../src/store/repos/invocations.js';
 import { schema } from '../../src/store/index.js';
-import { loadArtifact } from '../../src/store/tool-requests.js';
+import { loadArtifact } from '../../src/store/repos/tool-requests.js';
 import { call, scripted } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
 import { createTestDatabase } from '../support/services.js';

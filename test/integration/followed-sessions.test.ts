@@ -15,8 +15,8 @@ import {
   type Event,
   type InvocationContext,
 } from '../../src/index.js';
-import { queryRows } from '../../src/store/database.js';
-import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/events.js';
+import { queryRows } from '../../src/store/db/database.js';
+import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
 import { backends, engineOn } from '../support/engines.js';
 
 class Say extends BaseAgent {

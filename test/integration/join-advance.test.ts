@@ -1,10 +1,10 @@
 /**
- * A workflow node's end with its parent's advance in one statement (store/workflow-end.ts `endAndAdvanceParent`): written
+ * A workflow node's end with its parent's advance in one statement (store/step/workflow-end.ts `endAndAdvanceParent`): written
  * only when both are exactly as the caller read them, all or nothing. On PostgreSQL.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { getNode } from '../../src/store/nodes.js';
-import { endAndAdvanceParent } from '../../src/store/workflow-end.js';
+import { getNode } from '../../src/store/repos/nodes.js';
+import { endAndAdvanceParent } from '../../src/store/step/workflow-end.js';
 import { Store } from '../../src/store/store.js';
 import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';

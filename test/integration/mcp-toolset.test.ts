@@ -21,10 +21,10 @@ import {
   type McpConnectionOptions,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { loadAppsFromYaml } from '../../src/config/load-apps.js';
+import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import { createApiServer } from '../../src/api/index.js';
-import { REQUEST_ELICITATION } from '../../src/agents/journal.js';
-import { invocationToolRequests } from '../../src/store/queries.js';
+import { REQUEST_ELICITATION } from '../../src/agents/llm/journal.js';
+import { invocationToolRequests } from '../../src/store/repos/queries.js';
 import { backends, engineOn } from '../support/engines.js';
 import { REPO } from '../support/cli.js';
 import { waitFor } from '../support/wait-for.js';

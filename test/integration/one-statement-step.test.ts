@@ -1,12 +1,12 @@
 /**
- * The one-statement completion of a sequence step (store/leaf-completion.ts `completeAndAdvance`): the leaf settles and the
+ * The one-statement completion of a sequence step (store/step/leaf-completion.ts `completeAndAdvance`): the leaf settles and the
  * parent advances together, or nothing is written — when another attempt superseded the leaf (the fence), or when
  * the parent is no longer at the checkpoint the decision was computed from. On PostgreSQL, with real rows.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { getInvocation } from '../../src/store/invocations.js';
-import { nodesAt, updateNodeTx } from '../../src/store/nodes.js';
-import { completeAndAdvance } from '../../src/store/leaf-completion.js';
+import { getInvocation } from '../../src/store/repos/invocations.js';
+import { nodesAt, updateNodeTx } from '../../src/store/repos/nodes.js';
+import { completeAndAdvance } from '../../src/store/step/leaf-completion.js';
 import { Store } from '../../src/store/store.js';
 import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';

@@ -1,13 +1,13 @@
 /**
- * A parallel branch's end in one statement (store/branch-ends.ts `completeBranch`): the leaf settles under its fence and
+ * A parallel branch's end in one statement (store/step/branch-ends.ts `completeBranch`): the leaf settles under its fence and
  * its status is recorded in the parent's checkpoint without reading the siblings; the branch that settles the last
  * one makes the parent runnable for the join. On PostgreSQL, with branches ending at once on separate connections
  * (the setting in which a read-modify-write of the checkpoint would lose a sibling's record).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { getNode, reconcileNodes, updateNodeTx } from '../../src/store/nodes.js';
-import { listEvents } from '../../src/store/events.js';
-import { completeBranch, completeBranches, type BranchEnd } from '../../src/store/branch-ends.js';
+import { getNode, reconcileNodes, updateNodeTx } from '../../src/store/repos/nodes.js';
+import { listEvents } from '../../src/store/repos/events.js';
+import { completeBranch, completeBranches, type BranchEnd } from '../../src/store/step/branch-ends.js';
 import { Store } from '../../src/store/store.js';
 import { seedRun } from '../support/seed-run.js';
 import { createTestDatabase } from '../support/services.js';

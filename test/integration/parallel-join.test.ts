@@ -16,7 +16,7 @@ import {
   type Event,
   type InvocationContext,
 } from '../../src/index.js';
-import { queryRows } from '../../src/store/database.js';
+import { queryRows } from '../../src/store/db/database.js';
 import { backends, engineOn } from '../support/engines.js';
 
 // Every BEGIN any pg client of this file sends (each test file runs in its own worker).

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/index.js';
-import { reconcileNodes } from '../../src/store/nodes.js';
+import { reconcileNodes } from '../../src/store/repos/nodes.js';
 import { pino } from 'pino';
 import { scripted } from '../support/agents.js';
 import { createTestDatabase } from '../support/services.js';

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FunctionTool, SequentialAgent, type Engine, type InvocationView } from '../../src/index.js';
-import { findToolRequest, type ToolRequestRow } from '../../src/store/tool-requests.js';
+import { findToolRequest, type ToolRequestRow } from '../../src/store/repos/tool-requests.js';
 import { call, gate, scripted } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
 import { waitFor } from '../support/wait-for.js';

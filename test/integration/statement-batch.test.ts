@@ -1,12 +1,12 @@
 /**
- * Group commit of hot statements over one connection (store/database.ts `runBatch`): statements submitted together
+ * Group commit of hot statements over one connection (store/db/database.ts `runBatch`): statements submitted together
  * by independent callers run as one transaction and one commit, each caller gets its own rows, values reach the
  * server exactly as bound values would, and one statement's error reaches only its caller — the others still
  * commit. On PostgreSQL.
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HotStatement, queryRows } from '../../src/store/database.js';
+import { HotStatement, queryRows } from '../../src/store/db/database.js';
 import { Store } from '../../src/store/store.js';
 import { createTestDatabase } from '../support/services.js';
 

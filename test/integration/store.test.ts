@@ -9,8 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
-import { queryRows } from '../../src/store/database.js';
-import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/events.js';
+import { queryRows } from '../../src/store/db/database.js';
+import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
 import { schema, Store } from '../../src/store/index.js';
 import { createTestDatabase } from '../support/services.js';
 

@@ -17,7 +17,7 @@ import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { REQUEST_CREDENTIAL } from '../../src/agents/journal.js';
+import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import {
   AuthError,
   createEngine,

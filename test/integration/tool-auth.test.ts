@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { REQUEST_CREDENTIAL } from '../../src/agents/journal.js';
+import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
 import { call, scripted } from '../support/agents.js';
 import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';

@@ -6,7 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { LoopAgent, ParallelAgent, SequentialAgent } from '../../src/index.js';
-import { queryRows } from '../../src/store/database.js';
+import { queryRows } from '../../src/store/db/database.js';
 import { gate, GatedLeaf } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
 

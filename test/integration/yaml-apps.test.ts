@@ -4,7 +4,7 @@
  * AgentTool), both driven by a ScriptedModel registered by name in `models`.
  */
 import { describe, expect, it } from 'vitest';
-import { loadAppsFromYaml } from '../../src/config/load-apps.js';
+import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import {
   ScriptedModel,
   type Engine,

@@ -13,7 +13,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
-import { getNode } from '../../src/store/nodes.js';
+import { getNode } from '../../src/store/repos/nodes.js';
 import { schema } from '../../src/store/index.js';
 import { call, gate, scripted } from '../support/agents.js';
 import { createTestDatabase } from '../support/services.js';

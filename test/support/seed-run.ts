@@ -1,7 +1,7 @@
 /** Rows for store-level tests of the step statements: a session, one invocation of it, and its nodes. */
-import { insertInvocationTx } from '../../src/store/invocations.js';
-import { insertNodeTx, updateNodeTx, type NodeRow } from '../../src/store/nodes.js';
-import type { InvocationStatus } from '../../src/store/invocations.js';
+import { insertInvocationTx } from '../../src/store/repos/invocations.js';
+import { insertNodeTx, updateNodeTx, type NodeRow } from '../../src/store/repos/nodes.js';
+import type { InvocationStatus } from '../../src/store/repos/invocations.js';
 import type { Store } from '../../src/store/store.js';
 
 /** A node to store: its parent is its path without the last segment; `set` is applied after the insert. */

@@ -6,7 +6,7 @@
 import type * as crypto from 'node:crypto';
 import { timingSafeEqual } from 'node:crypto';
 import { beforeEach, describe, expect, it, vi } from 'vitest';
-import { authenticate, canSee, parseApiKeys } from '../../src/api/auth.js';
+import { authenticate, canSee, parseApiKeys } from '../../src/api/http/auth.js';
 
 vi.mock('node:crypto', async (importOriginal) => {
   const actual = await importOriginal<typeof crypto>();

@@ -4,9 +4,9 @@
  * the lines `status` prints: what is asked, where to authorize, the command that answers.
  */
 import { describe, expect, it } from 'vitest';
-import { authAnswer, type AuthFlags } from '../../src/cli/auth-answer.js';
-import { formatStatus } from '../../src/cli/status.js';
-import type { PendingCall } from '../../src/engine/views.js';
+import { authAnswer, type AuthFlags } from '../../src/cli/client/auth-answer.js';
+import { formatStatus } from '../../src/cli/client/status.js';
+import type { PendingCall } from '../../src/engine/runs/views.js';
 
 const SECRET = 'planted-secret-0123';
 

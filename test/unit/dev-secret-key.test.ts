@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino, type Logger } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { devSecretKey } from '../../src/cli/dev-secret-key.js';
+import { devSecretKey } from '../../src/cli/dev/dev-secret-key.js';
 import { parseSecretKey } from '../../src/core/secret-box.js';
 
 const root = mkdtempSync(join(tmpdir(), 'agentloom-dev-key-'));

@@ -3,11 +3,11 @@
  * the call deadline that stops while a human is asked.
  */
 import { describe, expect, it } from 'vitest';
-import { openElicitations, REQUEST_ELICITATION } from '../../src/agents/journal.js';
+import { openElicitations, REQUEST_ELICITATION } from '../../src/agents/llm/journal.js';
 import { AgentloomError } from '../../src/core/errors.js';
 import { withDeadline } from '../../src/core/deadline.js';
 import type { Event } from '../../src/core/event.js';
-import { answerLines } from '../../src/cli/pending.js';
+import { answerLines } from '../../src/cli/client/pending.js';
 
 function event(seq: number, parts: NonNullable<Event['content']>['parts']): Event {
   return {

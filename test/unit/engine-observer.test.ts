@@ -23,7 +23,7 @@ import {
   type ModelCallEnd,
   type StepEnd,
   type ToolCallEnd,
-} from '../../src/engine/observer.js';
+} from '../../src/engine/observe/observer.js';
 import { StepMetrics } from '../../src/workers/step-metrics.js';
 
 const logger = pino({ level: 'silent' });

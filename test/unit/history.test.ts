@@ -1,7 +1,7 @@
 /** History as a model sees it (SEMANTICS §3): branch isolation, other agents as context, framework calls removed. */
 import { describe, expect, it } from 'vitest';
 import { parallelLane } from '../../src/agents/branch.js';
-import { buildHistory, visibleToBranch } from '../../src/agents/history.js';
+import { buildHistory, visibleToBranch } from '../../src/agents/llm/history.js';
 import type { Content, Event } from '../../src/core/index.js';
 
 let seq = 0;

@@ -1,7 +1,7 @@
 /** The templating table of SEMANTICS §3. */
 import { describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
-import { isValidStateName, renderInstruction } from '../../src/agents/instructions.js';
+import { isValidStateName, renderInstruction } from '../../src/agents/llm/instructions.js';
 
 const state = {
   topic: 'tea',

@@ -9,7 +9,7 @@ import { join, relative } from 'node:path';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { terminalLogger } from '../../src/cli/terminal-log.js';
+import { terminalLogger } from '../../src/cli/terminal/terminal-log.js';
 import { LOG_REDACTION } from '../../src/core/log-redaction.js';
 
 const planted = (what: string) => `planted-${what}-${randomBytes(6).toString('hex')}`;

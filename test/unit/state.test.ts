@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
-import { applyToState, mergeScopes, splitDelta } from '../../src/store/state.js';
+import { applyToState, mergeScopes, splitDelta } from '../../src/store/repos/state.js';
 
 describe('state scopes', () => {
   it('splits a delta by prefix and merges scopes back with prefixes', () => {

@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { loadAppsFromYaml } from '../../src/config/load-apps.js';
-import { loadAppsModule } from '../../src/engine/apps-module.js';
+import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
+import { loadAppsModule } from '../../src/engine/apps/apps-module.js';
 import {
   AgentTool,
   type AgentloomError,

@@ -12,7 +12,7 @@ import {
   formatProblem,
   loadAppsFromYaml,
   type Registries,
-} from '../../src/config/load-apps.js';
+} from '../../src/config/apps/load-apps.js';
 import { exitLoop, ScriptedModel, type AgentloomError } from '../../src/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-yaml-check-'));

@@ -5,7 +5,8 @@
  */
 import type { ProfileSummary } from '../agentloom/profile.js';
 import type { CountsPerStep } from '../measure.js';
-import { best, counts, figure, labelOf, marginal, PG_MODES, suite, type BenchReport } from './targets.js';
+import { best, counts, figure, labelOf, marginal, suite, type BenchReport } from './shape.js';
+import { PG_MODES } from './targets.js';
 
 const n = (value: number | undefined, digits = 2): string =>
   value === undefined || !Number.isFinite(value) ? '—' : value.toFixed(digits);
@@ -88,7 +89,7 @@ export function analysis(report: BenchReport): string {
         `PostgreSQL shares the same two cores). Steps of different invocations that finish together commit together: ` +
         `their statements go to the server as one batch of \`EXECUTE\`s of the prepared statements on one connection ` +
         `(one round trip, one transaction, one WAL flush for the batch), and each step gets its own statement's rows ` +
-        `(src/store/database.ts \`runBatch\`). Unfollowed sessions send no NOTIFY, so these commits no longer queue ` +
+        `(src/store/db/database.ts \`runBatch\`). Unfollowed sessions send no NOTIFY, so these commits no longer queue ` +
         `on NOTIFY's database-wide lock. In the engine's process: the pg driver ${n(driver, 0)}% of the wall time, ` +
         `drizzle-orm ${n(drizzle, 0)}%, socket writes ${n(socket, 0)}%, GC ${n(gc, 0)}%. What is left is CPU on both ` +
         `sides: on the server, each step's statement (it settles the leaf, advances the parent, stores the event and ` +

@@ -5,13 +5,7 @@
  * what tells whether the code got slower.
  */
 import type { Figure } from '../measure.js';
-import { figure, higherIsBetter, type BenchReport, type Workload } from './targets.js';
-
-/** A baseline run as stored in results.json (its own baseline dropped). */
-export interface Baseline {
-  label: string;
-  report: Omit<BenchReport, 'baseline'>;
-}
+import { figure, higherIsBetter, type Baseline, type BenchReport, type Workload } from './shape.js';
 
 /** The agentloom modes compared, in report order. */
 export const MODES = [

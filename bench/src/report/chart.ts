@@ -4,7 +4,7 @@
  */
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { parse, View } from 'vega';
-import { figure, type BenchReport, type Workload } from './targets.js';
+import { figure, type BenchReport, type Workload } from './shape.js';
 
 /** Short names for the chart's axis. */
 const NAMES: Record<string, string> = {

@@ -8,17 +8,8 @@ import type { CountsPerStep, Figure, SuiteResult } from '../measure.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
 import { analysis } from './analysis.js';
 import { baselineSection } from './baseline.js';
-import {
-  best,
-  counts,
-  figure,
-  labelOf,
-  marginal,
-  PG_MODES,
-  suite,
-  type BenchReport,
-  type Workload,
-} from './targets.js';
+import { best, counts, figure, labelOf, marginal, suite, type BenchReport, type Workload } from './shape.js';
+import { PG_MODES } from './targets.js';
 
 const AGENTLOOM = [
   'agentloom-pglite',

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, parse } from 'node:path';
 import fastifyStatic from '@fastify/static';
 import { packageRoot } from '../../core/package-root.js';
-import type { ApiApp } from '../context.js';
+import type { ApiApp } from '../http/context.js';
 
 /** The package whose browser build is ADK's dev UI. */
 export const ADK_DEVTOOLS_PACKAGE = '@google/adk-devtools';

@@ -5,7 +5,7 @@
  */
 import type { BaseAgent } from '../../agents/base-agent.js';
 import type { Event } from '../../core/event.js';
-import type { SessionRecord } from '../../store/sessions.js';
+import type { SessionRecord } from '../../store/repos/sessions.js';
 
 /** An event as ADK's API server sends it. */
 export type AdkEvent = Omit<Event, 'seq' | 'nodePath' | 'timestamp' | 'actions'> & {

@@ -15,11 +15,11 @@ import { functionResponsesOf, type Content, type FunctionResponse } from '../../
 import { hasErrorCode } from '../../core/errors.js';
 import { packageRoot } from '../../core/package-root.js';
 import type { Engine } from '../../engine/engine.js';
-import { findToolRequest } from '../../store/tool-requests.js';
-import { actorOf, appNotFound, principalOf, visibleApps } from '../access.js';
-import { canSee } from '../auth.js';
-import type { ApiApp, RouteContext } from '../context.js';
-import { HttpError } from '../errors.js';
+import { findToolRequest } from '../../store/repos/tool-requests.js';
+import { actorOf, appNotFound, principalOf, visibleApps } from '../http/access.js';
+import { canSee } from '../http/auth.js';
+import type { ApiApp, RouteContext } from '../http/context.js';
+import { HttpError } from '../http/errors.js';
 import { adkAgentInfo, adkEvent, adkSession, agentAtPath, agentGraphDot } from './adk-json.js';
 import {
   adkAppParamsSchema,

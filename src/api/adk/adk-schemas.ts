@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { contentSchema } from '../../core/content.js';
-import { appNameSchema } from '../schemas.js';
+import { appNameSchema } from '../http/schemas.js';
 
 /** snake_case → camelCase of an object's own keys (`new_message` → `newMessage`). */
 function camelKeys(value: unknown): unknown {

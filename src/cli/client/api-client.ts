@@ -1,0 +1,292 @@
+/**
+ * The HTTP client of the CLI's client commands (`run`, `status`, `events`, `approve`, …): Node's fetch against the
+ * API at `--url` / `AGENTLOOM_URL` with `--api-key` / `AGENTLOOM_API_KEY`, every answer validated with the API's
+ * own zod schemas, every failure an {@link ApiClientError} carrying the API's error code and message.
+ */
+import type { z } from 'zod';
+import { loadEnv, type EnvConfig } from '../../config/env.js';
+import {
+  enqueueResultSchema,
+  errorSchema,
+  eventListSchema,
+  invocationSchema,
+  nodeListSchema,
+  type EnqueueBody,
+  type InvocationJson,
+} from '../../api/http/schemas.js';
+import {
+  credentialListSchema,
+  credentialsDeletedSchema,
+  type CredentialJson,
+} from '../../api/http/credential-schemas.js';
+import { ApiClientError, UsageError } from '../terminal/cli-errors.js';
+
+/** Where the API is when neither `--url` nor `AGENTLOOM_URL` says. */
+export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
+
+/** How long a plain request (not an event stream) may take. */
+const REQUEST_TIMEOUT_MS = 60_000;
+
+/** Flags every client command takes (strings, as commander gives them). */
+export interface ClientFlags {
+  url?: string;
+  apiKey?: string;
+}
+
+/** The resolved address and key of the API. */
+export interface ClientConfig {
+  /** Base URL without a trailing slash. */
+  readonly url: string;
+  readonly apiKey: string | undefined;
+}
+
+/** Resolves `--url` / `--api-key`, then `AGENTLOOM_URL` / `AGENTLOOM_API_KEY`, then the default URL. */
+export function clientConfig(flags: ClientFlags, env: EnvConfig = loadEnv()): ClientConfig {
+  const url = flags.url ?? env.AGENTLOOM_URL ?? DEFAULT_API_URL;
+  if (!/^https?:\/\/[^\s/]+/.test(url) || !URL.canParse(url)) {
+    throw new UsageError(
+      `--url must be the http:// or https:// address of an agentloom API, e.g. ${DEFAULT_API_URL}; got ${JSON.stringify(url)}`,
+    );
+  }
+  if (flags.apiKey !== undefined && flags.apiKey.trim() === '') {
+    throw new UsageError('--api-key must not be empty: pass a key of AGENTLOOM_API_KEYS, or leave it out');
+  }
+  return Object.freeze({ url: url.replace(/\/+$/, ''), apiKey: flags.apiKey ?? env.AGENTLOOM_API_KEY });
+}
+
+/** A node of an invocation's tree as `GET /v1/invocations/:id/nodes` lists it. */
+export type NodeJson = z.infer<typeof nodeListSchema>['nodes'][number];
+/** A page of stored events. */
+export type EventPage = z.infer<typeof eventListSchema>;
+/** What `POST /v1/apps/:app/invocations` answers. */
+export type EnqueueResult = z.infer<typeof enqueueResultSchema>;
+
+/** Options of {@link ApiClient.openEventStream}. */
+export interface EventStreamRequest {
+  /** Only events after this seq (`?after=`). */
+  after?: number;
+  /** Resume after this seq (the `Last-Event-ID` header): an ended run with nothing newer answers 204. */
+  lastEventId?: number;
+  /** Include streamed partial events. */
+  partial?: boolean;
+  /**
+   * `stay=1` / `stay=0`. Unset: the API's default, a stream open through pauses (a `status` event at each,
+   * `end` once the run has ended); false: `end` at the first pause.
+   */
+  stay?: boolean;
+  signal?: AbortSignal;
+}
+
+const SOCKET_CODES = /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|UND_ERR_\w+)$/;
+
+/** The socket error code under a `fetch failed` TypeError, when there is one. */
+function socketCode(err: unknown): string | undefined {
+  for (let e = err, depth = 0; e && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && SOCKET_CODES.test(code)) return code;
+  }
+  return undefined;
+}
+
+/** A query string of the fields that are set. */
+function queryOf(fields: Record<string, string | undefined>): URLSearchParams {
+  const query = new URLSearchParams();
+  for (const [name, value] of Object.entries(fields)) if (value !== undefined) query.set(name, value);
+  return query;
+}
+
+/** A client of one agentloom API. */
+export class ApiClient {
+  constructor(readonly config: ClientConfig) {}
+
+  private headers(extra: Record<string, string> = {}): Record<string, string> {
+    return this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}`, ...extra } : extra;
+  }
+
+  /** The failure of a request that got no answer: what to check, naming the URL. */
+  private unreachable(err: unknown): ApiClientError {
+    if ((err as Error).name === 'TimeoutError') {
+      return new ApiClientError(
+        'TIMEOUT',
+        `the agentloom API at ${this.config.url} did not answer in time`,
+        undefined,
+        {
+          cause: err,
+        },
+      );
+    }
+    const code = socketCode(err) ?? (err as Error).message;
+    return new ApiClientError(
+      'UNAVAILABLE',
+      `cannot reach the agentloom API at ${this.config.url} (${code}): start one with \`agentloom dev\` (or \`agentloom api\`), or point --url / AGENTLOOM_URL at it`,
+      undefined,
+      { cause: err },
+    );
+  }
+
+  /** Turns a non-2xx answer into an {@link ApiClientError} with the API's code and message. */
+  private async failure(response: Response): Promise<ApiClientError> {
+    const text = await response.text().catch(() => '');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    const body = errorSchema.safeParse(parsed);
+    if (!body.success) {
+      const snippet = text.trim().slice(0, 200) || response.statusText;
+      return new ApiClientError(
+        `HTTP_${response.status}`,
+        `${this.config.url} answered ${response.status}: ${snippet}`,
+        response.status,
+      );
+    }
+    let { message } = body.data.error;
+    if (response.status === 401) message += ' (the CLI sends --api-key or AGENTLOOM_API_KEY)';
+    return new ApiClientError(body.data.error.code, message, response.status);
+  }
+
+  /** Sends a request and returns the response (2xx) or throws the API's error. */
+  async send(
+    path: string,
+    init: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+  ): Promise<Response> {
+    const hasBody = init.body !== undefined;
+    let response: Response;
+    try {
+      response = await fetch(`${this.config.url}${path}`, {
+        method: init.method ?? 'GET',
+        headers: this.headers({
+          ...(hasBody ? { 'content-type': 'application/json' } : {}),
+          ...init.headers,
+        }),
+        body: hasBody ? JSON.stringify(init.body) : undefined,
+        signal: init.signal ?? AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+    } catch (err) {
+      if ((err as Error).name === 'AbortError') throw err;
+      throw this.unreachable(err);
+    }
+    if (!response.ok) throw await this.failure(response);
+    return response;
+  }
+
+  /** Sends a request and parses its JSON answer with `schema`. */
+  private async json<T>(
+    schema: z.ZodType<T>,
+    path: string,
+    init: { method?: string; body?: unknown } = {},
+  ): Promise<T> {
+    const response = await this.send(path, init);
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch (err) {
+      // A body that is not JSON is a wrong server; one that broke off is a lost connection.
+      if (!(err instanceof SyntaxError)) throw this.unreachable(err);
+      body = undefined;
+    }
+    const parsed = schema.safeParse(body);
+    if (!parsed.success) {
+      throw new ApiClientError(
+        'BAD_RESPONSE',
+        `${this.config.url}${path} answered something that is not an agentloom API answer (${parsed.error.issues[0]?.message ?? 'invalid'}): is --url the address of an agentloom API of the same version?`,
+        response.status,
+      );
+    }
+    return parsed.data;
+  }
+
+  /** `POST /v1/apps/:app/invocations`: enqueues a run. */
+  enqueue(app: string, body: EnqueueBody): Promise<EnqueueResult> {
+    return this.json(enqueueResultSchema, `/v1/apps/${encodeURIComponent(app)}/invocations`, {
+      method: 'POST',
+      body,
+    });
+  }
+
+  /** `GET /v1/invocations/:id`: the invocation with its pending calls. */
+  invocation(id: string): Promise<InvocationJson> {
+    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}`);
+  }
+
+  /** `GET /v1/invocations/:id/nodes`: its node tree, in creation order. */
+  async nodes(id: string): Promise<NodeJson[]> {
+    return (await this.json(nodeListSchema, `/v1/invocations/${encodeURIComponent(id)}/nodes`)).nodes;
+  }
+
+  /** One page of stored events after `after`. */
+  events(id: string, after = 0): Promise<EventPage> {
+    return this.json(eventListSchema, `/v1/invocations/${encodeURIComponent(id)}/events?after=${after}`);
+  }
+
+  /** `POST /v1/invocations/:id/confirmations/:callId`: confirms or rejects a call. */
+  confirm(
+    id: string,
+    callId: string,
+    answer: { confirmed: boolean; payload?: unknown },
+  ): Promise<InvocationJson> {
+    const path = `/v1/invocations/${encodeURIComponent(id)}/confirmations/${encodeURIComponent(callId)}`;
+    return this.json(invocationSchema, path, { method: 'POST', body: answer });
+  }
+
+  /**
+   * `POST /v1/invocations/:id/responses`: answers one paused call with `response`; `name` is the function answered
+   * (`adk_request_credential` for an `auth` pause), left out when not given.
+   */
+  respond(
+    id: string,
+    callId: string,
+    response: Record<string, unknown>,
+    name?: string,
+  ): Promise<InvocationJson> {
+    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/responses`, {
+      method: 'POST',
+      body: { functionResponses: [{ id: callId, ...(name === undefined ? {} : { name }), response }] },
+    });
+  }
+
+  /** `GET /v1/credentials`: a user's stored credentials (never their secrets), in one app or all. */
+  async credentials(filter: { userId: string; app?: string }): Promise<CredentialJson[]> {
+    const query = queryOf(filter);
+    return (await this.json(credentialListSchema, `/v1/credentials?${query}`)).credentials;
+  }
+
+  /** `DELETE /v1/credentials`: deletes a user's credentials (in one app, or the one under a key); how many. */
+  async deleteCredentials(filter: { userId: string; app?: string; credentialKey?: string }): Promise<number> {
+    const query = queryOf(filter);
+    return (await this.json(credentialsDeletedSchema, `/v1/credentials?${query}`, { method: 'DELETE' }))
+      .deleted;
+  }
+
+  /** `POST /v1/invocations/:id/cancel` (an ended run is left as it is). */
+  cancel(id: string): Promise<InvocationJson> {
+    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/cancel`, {
+      method: 'POST',
+    });
+  }
+
+  /** `POST /v1/invocations/:id/retry` (failed or cancelled runs only: else CONFLICT). */
+  retry(id: string): Promise<InvocationJson> {
+    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+  }
+
+  /**
+   * Opens the SSE stream of an invocation's events. Resolves with the response once its headers arrived: 200 (read
+   * `body`) or 204 (a resumed stream of an ended run with nothing newer).
+   */
+  openEventStream(id: string, request: EventStreamRequest = {}): Promise<Response> {
+    const query = new URLSearchParams();
+    if (request.after !== undefined) query.set('after', String(request.after));
+    query.set('partial', request.partial ? '1' : '0');
+    if (request.stay !== undefined) query.set('stay', request.stay ? '1' : '0');
+    const headers: Record<string, string> = { accept: 'text/event-stream' };
+    if (request.lastEventId !== undefined) headers['last-event-id'] = String(request.lastEventId);
+    // No timeout: a stream lasts as long as the run; heartbeats keep it alive, `signal` ends it.
+    return this.send(`/v1/invocations/${encodeURIComponent(id)}/events?${query}`, {
+      headers,
+      signal: request.signal ?? new AbortController().signal,
+    });
+  }
+}

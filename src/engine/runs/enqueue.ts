@@ -1,0 +1,246 @@
+/**
+ * Enqueueing an invocation (CONTRACT.md `engine.enqueue`): the input validated, then the user event, the
+ * invocation and its first node stored (one statement for a new session, else one transaction), then its wake-up.
+ * Called by the Engine; calls store/ only.
+ */
+import { WorkflowAgent } from '../../agents/workflow/workflow.js';
+import { userText, type Content } from '../../core/content.js';
+import { AgentloomError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import { appendEventTx, prepareEvent } from '../../store/repos/events.js';
+import { insertInvocationTx, type InvocationRow } from '../../store/repos/invocations.js';
+import { insertInvocationInNewSession } from '../../store/step/new-session-invocation.js';
+import { insertNodeTx, type NodeJobRef, type NodeRow } from '../../store/repos/nodes.js';
+import { createSessionTx, getSession } from '../../store/repos/sessions.js';
+import { applyToState, assertPlainObject, touches } from '../../store/repos/state.js';
+import { eventInsertOf } from '../../store/repos/step-rows.js';
+import type { Store } from '../../store/store.js';
+import type { RegisteredApp } from '../apps/registry.js';
+import { agentToContinue, type StartAt } from './start-agent.js';
+import { nodeKind, type JobHint } from '../step/step-env.js';
+
+/** What an enqueue needs of its engine. */
+export interface EnqueueContext {
+  store: Store;
+  apps: ReadonlyMap<string, RegisteredApp>;
+  /** The LLM-call budget of an invocation that sets none. */
+  defaultMaxLlmCalls: number;
+  /** Enqueues wake-ups after the commit (a failure is logged, never thrown). */
+  wake: (jobs: NodeJobRef[], definition: string) => Promise<void>;
+}
+
+/** What an enqueue answers. */
+export interface Enqueued {
+  invocationId: string;
+  sessionId: string;
+  status: string;
+}
+
+/** Input of `Engine.enqueue`. */
+export interface EnqueueInput {
+  app: string;
+  userId: string;
+  sessionId?: string;
+  input: string | Content;
+  stateDelta?: Record<string, unknown>;
+  maxLlmCalls?: number;
+  idempotencyKey?: string;
+  createdBy?: string;
+  /**
+   * Where the invocation starts in an existing session: `'auto'` (default) at the agent the conversation was last
+   * transferred to, when it can still transfer back up the tree (ADK's Runner rule; otherwise the root); `'root'`
+   * always at the app's root agent. A new session always starts at the root.
+   */
+  startAt?: StartAt;
+}
+
+function startAtOf(input: EnqueueInput): StartAt {
+  const startAt = input.startAt ?? 'auto';
+  if (startAt !== 'auto' && startAt !== 'root') {
+    const got = JSON.stringify(startAt);
+    throw new AgentloomError('VALIDATION', `startAt must be 'auto' or 'root', got ${got}`, {
+      details: { field: 'startAt' },
+    });
+  }
+  return startAt;
+}
+
+/**
+ * Enqueues an invocation: stores the user event, the invocation and its first node (the root agent, or in an
+ * existing session the agent that took the conversation over — see `startAt`), then wakes that node.
+ */
+export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput): Promise<Enqueued> {
+  const app = ctx.apps.get(input?.app);
+  if (!app) {
+    throw new AgentloomError(
+      'NOT_FOUND',
+      `app "${String(input?.app)}" is not registered; known apps: ${[...ctx.apps.keys()].join(', ')}`,
+      {
+        details: { field: 'app' },
+      },
+    );
+  }
+  if (typeof input.userId !== 'string' || input.userId === '') {
+    throw new AgentloomError('VALIDATION', 'userId must be a non-empty string', {
+      details: { field: 'userId' },
+    });
+  }
+  const content = typeof input.input === 'string' ? userText(input.input) : input.input;
+  if (!content || !Array.isArray(content.parts)) {
+    throw new AgentloomError('VALIDATION', 'input must be a string or a Content {role, parts}', {
+      details: { field: 'input' },
+    });
+  }
+  if (input.stateDelta !== undefined) assertPlainObject(input.stateDelta, 'stateDelta');
+  const maxLlmCalls = input.maxLlmCalls ?? ctx.defaultMaxLlmCalls;
+  if (!Number.isInteger(maxLlmCalls) || maxLlmCalls < 1) {
+    throw new AgentloomError('VALIDATION', 'maxLlmCalls must be an integer ≥ 1', {
+      details: { field: 'maxLlmCalls' },
+    });
+  }
+  const startAt = startAtOf(input);
+  if (input.sessionId === undefined && input.idempotencyKey === undefined) {
+    const fast = await enqueueInNewSession(ctx, { app, input, content, maxLlmCalls });
+    if (fast) return fast;
+  }
+  const result = await ctx.store.transaction(async (tx) => {
+    let sessionId = input.sessionId;
+    const existing = sessionId ? await getSession(tx, sessionId) : undefined;
+    if (existing && (existing.app !== app.name || existing.userId !== input.userId)) {
+      throw new AgentloomError('CONFLICT', `session "${sessionId}" belongs to another app or user`, {
+        details: { field: 'sessionId' },
+      });
+    }
+    if (!existing)
+      sessionId = (await createSessionTx(tx, { app: app.name, userId: input.userId, id: sessionId })).id;
+    const start = existing && startAt === 'auto' ? await agentToContinue(tx, app, existing.id) : app.root;
+    const id = newId('inv');
+    const { row, created } = await insertInvocationTx(tx, {
+      id,
+      app: app.name,
+      sessionId: sessionId as string,
+      userId: input.userId,
+      rootAgent: start.name,
+      definitionHash: app.definitionHash,
+      status: 'queued',
+      input: content as unknown as Record<string, unknown>,
+      maxLlmCalls,
+      idempotencyKey: input.idempotencyKey ?? null,
+      createdBy: input.createdBy ?? null,
+    });
+    if (!created) return { row, jobs: [] as NodeJobRef[] };
+    await appendEventTx(tx, {
+      sessionId: row.sessionId,
+      invocationId: id,
+      event: {
+        author: 'user',
+        content: { ...content, role: 'user' },
+        actions: { stateDelta: input.stateDelta ?? {}, artifactDelta: {} },
+      },
+    });
+    const job = await insertNodeTx(tx, {
+      invocationId: id,
+      path: start.name,
+      parentPath: null,
+      agent: start.name,
+      kind: nodeKind(start),
+      branch: null,
+    });
+    return { row, jobs: job ? [job] : [] };
+  });
+  await ctx.wake(result.jobs, result.row.definitionHash);
+  return { invocationId: result.row.id, sessionId: result.row.sessionId, status: result.row.status };
+}
+
+/**
+ * The common enqueue, a new session whose state (if any) is session-scoped: one statement (see
+ * {@link insertInvocationInNewSession}). Undefined when the input needs the transactional path.
+ */
+async function enqueueInNewSession(
+  ctx: EnqueueContext,
+  {
+    app,
+    input,
+    content,
+    maxLlmCalls,
+  }: { app: RegisteredApp; input: EnqueueInput; content: Content; maxLlmCalls: number },
+): Promise<Enqueued | undefined> {
+  const sessionId = newId('ses');
+  const invocationId = newId('inv');
+  const prepared = prepareEvent({
+    sessionId,
+    invocationId,
+    event: {
+      author: 'user',
+      content: { ...content, role: 'user' },
+      actions: { stateDelta: input.stateDelta ?? {}, artifactDelta: {} },
+    },
+  });
+  const { delta, appends } = prepared;
+  if ((['app', 'user', 'temp'] as const).some((scope) => touches(delta, appends, scope))) return undefined;
+  const wake = await insertInvocationInNewSession(ctx.store.db, {
+    sessionId,
+    app: app.name,
+    userId: input.userId,
+    sessionState: applyToState({}, delta.session, appends.session),
+    invocation: {
+      id: invocationId,
+      rootAgent: app.root.name,
+      definitionHash: app.definitionHash,
+      input: content as unknown as Record<string, unknown>,
+      maxLlmCalls,
+      createdBy: input.createdBy ?? null,
+    },
+    event: eventInsertOf(prepared.row),
+    root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
+  });
+  const now = new Date();
+  const inv: InvocationRow = {
+    id: invocationId,
+    app: app.name,
+    sessionId,
+    userId: input.userId,
+    rootAgent: app.root.name,
+    definitionHash: app.definitionHash,
+    status: 'queued',
+    input: content as unknown as Record<string, unknown>,
+    output: null,
+    escalated: false,
+    error: null,
+    tempState: {},
+    llmCalls: 0,
+    maxLlmCalls,
+    idempotencyKey: null,
+    createdBy: input.createdBy ?? null,
+    createdAt: now,
+    updatedAt: now,
+    endedAt: null,
+  };
+  const root: NodeRow = {
+    invocationId,
+    path: app.root.name,
+    parentPath: null,
+    agent: app.root.name,
+    kind: nodeKind(app.root),
+    branch: null,
+    status: 'pending',
+    checkpoint: {},
+    escalated: false,
+    output: null,
+    error: null,
+    attempt: 0,
+    wake,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    createdAt: now,
+    updatedAt: now,
+  };
+  // A workflow root's job starts from the row just written (no first read); see StepJob.hint.
+  const hint: JobHint | undefined =
+    app.root instanceof WorkflowAgent ? { inv, agent: app.root.name, node: root } : undefined;
+  await ctx.wake(
+    [{ invocationId, path: app.root.name, wake, ...(hint ? { hint } : {}) }],
+    app.definitionHash,
+  );
+  return { invocationId, sessionId, status: 'queued' };
+}

@@ -1,0 +1,216 @@
+/**
+ * Running a claimed leaf: the lease guard and renewal, the step deadline, the agent's run against its journal and
+ * state, how it stopped (outcome, suspension, shutdown, cancel, fence, machinery fault), then its commit
+ * (leaf-commit.ts) and the wake-ups. Where a claimed step runs. Uses leaf-commit.ts and node-runtime.ts.
+ */
+import type { Logger } from 'pino';
+import type { BaseAgent } from '../../agents/base-agent.js';
+import { NodeSuspended, type LeafOutcome } from '../../agents/context.js';
+import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
+import { listEvents } from '../../store/repos/events.js';
+import type { InvocationRow } from '../../store/repos/invocations.js';
+import { releaseLease, renewLease, type NodeRow } from '../../store/repos/nodes.js';
+import { readInvocationState } from '../../store/repos/sessions.js';
+import { cancelledCallIds, withdrawToolRequestsTx } from '../../store/repos/tool-requests.js';
+import { openElicitations } from '../../agents/llm/journal.js';
+import { commitLeaf } from './leaf-commit.js';
+import { SHUTDOWN } from './local-steps.js';
+import { LeaseGuard } from './lease-guard.js';
+import { EngineNodeRuntime } from './node-runtime.js';
+import type { StepRun } from '../observe/observer.js';
+import {
+  stepLog,
+  wake,
+  type ContinuationSlot,
+  type Known,
+  type StepEnv,
+  type StepResult,
+} from './step-env.js';
+
+/** A leaf this worker claimed, to run now. */
+export interface ClaimedLeaf {
+  inv: InvocationRow;
+  /** The node as claimed (its attempt is the fencing token). */
+  claimed: NodeRow;
+  agent: BaseAgent;
+  controller: AbortController;
+  /** What the claim statement already read (state, parent, lease start). */
+  known: Known | undefined;
+}
+
+/** Runs a claimed leaf and commits its outcome; the result names the leaf its commit claimed next, if any. */
+export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepResult> {
+  const { inv, claimed, agent, controller, known } = leaf;
+  const { store } = env.deps;
+  const log = stepLog(env, inv, claimed.path, claimed.attempt);
+  log.debug('step claimed');
+  const started = performance.now();
+  const report = (outcome: StepRun['outcome']): void =>
+    env.deps.observeStep?.({
+      invocationId: inv.id,
+      path: claimed.path,
+      agent: claimed.agent,
+      attempt: claimed.attempt,
+      outcome,
+      durationMs: performance.now() - started,
+    });
+  const guard = guardStep(env, leaf, log);
+  let runtime: EngineNodeRuntime | undefined;
+  try {
+    const first = claimed.attempt === 1;
+    const [events, withdrawn, state] = await Promise.all([
+      // A first attempt has no journal: only claimed attempts (and answers to their pauses) write a node's events.
+      first ? [] : listEvents(store.db, inv.sessionId, { invocationId: inv.id, nodePath: claimed.path }),
+      // Nor calls withdrawn by a cancel: a retried run asks them again (see Journal).
+      first ? [] : cancelledCallIds(store.db, inv.id, claimed.path),
+      known?.state ?? readInvocationState(store.db, inv.sessionId, { temp: inv.tempState }),
+    ]);
+    const stale = openElicitations(events);
+    if (stale.length > 0) await store.transaction((tx) => withdrawToolRequestsTx(tx, inv.id, stale));
+    const journal = { events, withdrawnCalls: new Set(withdrawn) };
+    runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, guard.lease);
+    let outcome: LeafOutcome | NodeSuspended;
+    try {
+      // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
+      // a deadline or a shutdown (whatever it does afterwards is refused: every write checks the signal and the fence).
+      outcome = await raceAbort(agent.runLeaf(runtime), controller.signal);
+    } catch (err) {
+      const reason: unknown = controller.signal.reason;
+      if (controller.signal.aborted && hasErrorCode(reason, 'TIMEOUT')) {
+        outcome = { status: 'failed', error: toStoredError(reason) };
+      } else if (err instanceof NodeSuspended) outcome = err;
+      else if (controller.signal.aborted && reason === SHUTDOWN) {
+        await release(env, inv, claimed, log);
+        report('released');
+        return { committed: false };
+      } else if (isQuietStop(err, controller)) {
+        logStop(log, err, reason);
+        report(isSuperseded(err, reason) ? 'superseded' : 'stopped');
+        return { committed: false };
+      } else if (isInfrastructureError(err)) throw err;
+      else outcome = { status: 'failed', error: toStoredError(err) };
+    }
+    const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
+    const slot: ContinuationSlot = { allow: !env.local.stopping && !controller.signal.aborted };
+    // The custom agent's last event, if not stored yet: it commits with the step's completion.
+    const leafEvent = await runtime.takeDeferred();
+    const endInvocation = runtime.endRequested;
+    const jobs = await commitLeaf(env, {
+      inv,
+      claimed,
+      outcome,
+      endInvocation,
+      slot,
+      parent: known?.parent,
+      leafEvent,
+    });
+    if (!jobs) {
+      log.info({ status }, 'step commit refused: superseded');
+      report('superseded');
+      return { committed: false };
+    }
+    report(status as StepRun['outcome']);
+    // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
+    if (endInvocation && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
+      env.deps.onInvocationEnded(inv.id);
+    }
+    await wake(env, jobs, inv);
+    log.debug({ status }, 'step committed');
+    return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
+  } finally {
+    runtime?.discardDeferred();
+    guard.stop();
+  }
+}
+
+/**
+ * The step's guards while it runs: its lease, renewed every third of it (a lost lease aborts the step: FENCED), and
+ * its deadline (`maxStepMs` of the agent or the engine: TIMEOUT). `stop` clears both.
+ */
+function guardStep(env: StepEnv, leaf: ClaimedLeaf, log: Logger): { lease: LeaseGuard; stop: () => void } {
+  const { inv, claimed, agent, controller, known } = leaf;
+  const { store, leaseMs } = env.deps;
+  const lease = new LeaseGuard(
+    () => renewLease(store.db, inv.id, claimed.path, claimed.attempt, leaseMs),
+    leaseMs,
+    () => controller.abort(new AgentloomError('FENCED', 'lease lost: another worker took the node over')),
+    known?.leasedAt,
+  );
+  const renew = setInterval(
+    () => {
+      lease.renew().catch((err: unknown) => log.warn({ err }, 'lease renewal failed'));
+    },
+    Math.max(50, Math.floor(leaseMs / 3)),
+  );
+  const maxStepMs = agent.maxStepMs ?? env.deps.maxStepMs;
+  const deadline = setTimeout(() => {
+    controller.abort(
+      new AgentloomError(
+        'TIMEOUT',
+        `step of agent "${agent.name}" ran longer than maxStepMs (${maxStepMs} ms); raise maxStepMs on the agent or the engine if it needs longer`,
+        { details: { nodePath: claimed.path, maxStepMs } },
+      ),
+    );
+  }, maxStepMs);
+  return {
+    lease,
+    stop: () => {
+      clearInterval(renew);
+      clearTimeout(deadline);
+    },
+  };
+}
+
+/** Gives up a step stopped by shutdown: its lease ends now and a new wake-up lets any worker take it at once. */
+export async function release(
+  env: StepEnv,
+  inv: InvocationRow,
+  claimed: NodeRow,
+  log: Logger,
+): Promise<void> {
+  const job = await releaseLease(env.deps.store.db, inv.id, claimed.path, claimed.attempt);
+  if (job) await wake(env, [job], inv);
+  log.info('step released at shutdown');
+}
+
+/** Superseded (a zombie's attempt) rather than cancelled: worth a warning. */
+function isSuperseded(err: unknown, reason: unknown): boolean {
+  return hasErrorCode(reason, 'FENCED') || hasErrorCode(err, 'FENCED');
+}
+
+/** Logs why a step stopped without an outcome. */
+function logStop(log: Logger, err: unknown, reason: unknown): void {
+  if (isSuperseded(err, reason)) {
+    log.warn({ err }, 'step superseded: another worker took the node over; this attempt writes nothing more');
+  } else {
+    log.info(
+      { reason: (reason as Error | undefined)?.message },
+      'step stopped: the invocation was cancelled or ended',
+    );
+  }
+}
+
+/** Settles with `work`, or rejects with the signal's reason as soon as it aborts. */
+function raceAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason as Error);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason as Error);
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err as Error);
+      },
+    );
+  });
+}
+
+/** A stop that is no failure of the step: aborted (cancel, close, fence), or refused by a fence or a cancel. */
+function isQuietStop(err: unknown, controller: AbortController): boolean {
+  if (controller.signal.aborted) return true;
+  return err instanceof AgentloomError && (err.code === 'FENCED' || err.code === 'CANCELLED');
+}
