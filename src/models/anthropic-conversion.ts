@@ -99,18 +99,27 @@ export function toTool(tool: ToolDeclaration): Tool {
  */
 export function toMessages(contents: readonly Content[]): MessageParam[] {
   const ids = new CallIdPairing();
-  const messages: MessageParam[] = [];
+  const turns: { role: 'user' | 'assistant'; blocks: ContentBlockParam[] }[] = [];
   for (const content of mergeSameRoleContents(contents)) {
     const blocks = content.parts.flatMap((part) => toBlocks(part, ids));
-    if (content.role === 'user') {
-      const results = blocks.filter((b) => b.type === 'tool_result');
-      const rest = blocks.filter((b) => b.type !== 'tool_result');
-      if (results.length + rest.length > 0) messages.push({ role: 'user', content: [...results, ...rest] });
-    } else if (blocks.length > 0) {
-      messages.push({ role: 'assistant', content: blocks });
-    }
+    if (blocks.length === 0) continue;
+    const role = content.role === 'user' ? 'user' : 'assistant';
+    // A turn left empty (only unsigned thoughts) would put two turns of one role side by side: merge them.
+    const prev = turns[turns.length - 1];
+    if (prev?.role === role) prev.blocks.push(...blocks);
+    else turns.push({ role, blocks });
   }
-  return messages;
+  return turns.map(({ role, blocks }) =>
+    role === 'assistant'
+      ? { role, content: blocks }
+      : {
+          role,
+          content: [
+            ...blocks.filter((b) => b.type === 'tool_result'),
+            ...blocks.filter((b) => b.type !== 'tool_result'),
+          ],
+        },
+  );
 }
 
 function toBlocks(part: Part, ids: CallIdPairing): ContentBlockParam[] {

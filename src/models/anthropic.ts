@@ -23,7 +23,7 @@ import {
 export interface AnthropicModelOptions extends RetryOptions {
   /** Default model id, e.g. 'claude-sonnet-4-5' (a request's `model` overrides it). Also the adapter's name. */
   model: string;
-  /** The API key (ANTHROPIC_API_KEY), sent as the `x-api-key` header. Required. */
+  /** The API key (ANTHROPIC_API_KEY), sent by the SDK (1.x: as `Authorization: Bearer`). Required. */
   apiKey?: string;
   /** The API's base URL (ANTHROPIC_BASE_URL), e.g. a proxy. Default 'https://api.anthropic.com'. */
   baseURL?: string;
@@ -80,7 +80,7 @@ export class AnthropicModel implements Model {
     // The key and base URL are given, so the SDK reads neither ANTHROPIC_API_KEY nor ANTHROPIC_BASE_URL.
     this.#client = new Anthropic({
       apiKey: options.apiKey,
-      baseURL: options.baseURL ?? 'https://api.anthropic.com',
+      baseURL: options.baseURL || 'https://api.anthropic.com',
       webhookKey: null,
       maxRetries: 0,
       fetch: patientFetch(options.fetch),

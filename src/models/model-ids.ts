@@ -110,7 +110,7 @@ export function createModelForId(id: string, env: ModelEnv): Model {
       return new OpenAIModel({
         model,
         apiKey: env.OPENAI_API_KEY,
-        ...defined({ baseURL: env.OPENAI_BASE_URL }),
+        baseURL: env.OPENAI_BASE_URL || undefined,
       });
     case 'azure': {
       if (!env.AZURE_OPENAI_ENDPOINT) throw needs(id, 'AZURE_OPENAI_ENDPOINT');
@@ -126,7 +126,7 @@ export function createModelForId(id: string, env: ModelEnv): Model {
       return new AnthropicModel({
         model,
         apiKey: env.ANTHROPIC_API_KEY,
-        ...defined({ baseURL: env.ANTHROPIC_BASE_URL }),
+        baseURL: env.ANTHROPIC_BASE_URL || undefined,
       });
     case 'ollama':
       return new OpenAIModel({
@@ -151,11 +151,4 @@ function needs(id: string, variable: string): AgentloomError {
   return new AgentloomError('CONFIG', `Model '${id}' needs ${variable}: set it in the environment.`, {
     details: { model: id, variable },
   });
-}
-
-/** `values` without its undefined entries (exactOptionalPropertyTypes-friendly spreading). */
-function defined<T extends Record<string, string | undefined>>(values: T): Partial<Record<keyof T, string>> {
-  return Object.fromEntries(Object.entries(values).filter(([, v]) => v !== undefined && v !== '')) as Partial<
-    Record<keyof T, string>
-  >;
 }

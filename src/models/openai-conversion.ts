@@ -282,12 +282,23 @@ export class ChunkAssembler {
     }
     if (refusal) this.#refusal += refusal;
     for (const delta of calls ?? []) {
-      const call = this.#calls.get(delta.index) ?? { id: '', name: '', args: '' };
-      this.#calls.set(delta.index, call);
+      const index = this.#indexOf(delta);
+      const call = this.#calls.get(index) ?? { id: '', name: '', args: '' };
+      this.#calls.set(index, call);
       if (delta.id) call.id = delta.id;
       if (delta.function?.name && call.name === '') call.name = delta.function.name;
       if (delta.function?.arguments) call.args += delta.function.arguments;
     }
+  }
+
+  /**
+   * The call a delta belongs to: its `index`; servers that leave the index out (older Ollama) send a call's id
+   * with its first delta only, so an id starts the next call and an id-less delta continues the last one.
+   */
+  #indexOf(delta: { index?: number; id?: string }): number {
+    if (typeof delta.index === 'number') return delta.index;
+    const last = Math.max(-1, ...this.#calls.keys());
+    return delta.id || last < 0 ? last + 1 : last;
   }
 
   /**

@@ -125,7 +125,7 @@ export class OpenAIModel implements Model {
           apiVersion: options.azure.apiVersion,
           deployment: options.azure.deployment ?? options.model,
         })
-      : new OpenAI({ ...common, baseURL: options.baseURL ?? 'https://api.openai.com/v1' });
+      : new OpenAI({ ...common, baseURL: options.baseURL || 'https://api.openai.com/v1' });
   }
 
   /**
