@@ -43,8 +43,8 @@ export interface AnthropicCall {
 
 /**
  * Builds a Messages call. Reads from `generateContentConfig` the keys of {@link readGenerationSettings}
- * (temperature, top_p, top_k, max_tokens, stop_sequences) plus `thinking` (passed as it is); `max_tokens` falls
- * back to `defaultMaxTokens` because the API requires it.
+ * (temperature, top_p, top_k, max_tokens, stop_sequences) plus `thinking` (passed as it is, except with a
+ * `responseSchema`); `max_tokens` falls back to `defaultMaxTokens` because the API requires it.
  */
 export function toAnthropicCall(
   request: ModelRequest,
@@ -52,7 +52,7 @@ export function toAnthropicCall(
 ): AnthropicCall {
   const config = request.generateContentConfig ?? {};
   const s = readGenerationSettings(config);
-  // Sampling settings are sent when given; this SDK's types no longer list them (newer models reject them).
+  // Sampling settings are sent when given, though this SDK's types do not list them (hence the open record).
   const body: MessageCreateParamsBase & Record<string, unknown> = {
     model: options.model,
     max_tokens: s.maxTokens ?? options.defaultMaxTokens,
@@ -63,7 +63,8 @@ export function toAnthropicCall(
   if (s.topP !== undefined) body.top_p = s.topP;
   if (s.topK !== undefined) body.top_k = s.topK;
   if (s.stopSequences !== undefined) body.stop_sequences = s.stopSequences;
-  if (typeof config.thinking === 'object' && config.thinking !== null) {
+  // Extended thinking allows tool_choice auto or none only, so a structured answer (a forced tool) goes without.
+  if (typeof config.thinking === 'object' && config.thinking !== null && !request.responseSchema) {
     body.thinking = config.thinking as MessageCreateParamsBase['thinking'];
   }
   if (request.responseSchema) {

@@ -50,7 +50,8 @@ const TRANSIENT_TYPES: ReadonlySet<string> = new Set([
  *
  * Reads from `generateContentConfig`: maxOutputTokens | maxTokens | max_tokens → max_tokens (default
  * {@link AnthropicModelOptions.maxTokens}); temperature; topP | top_p; topK | top_k; stopSequences |
- * stop_sequences | stop → stop_sequences; thinking (passed as it is). Other keys (Gemini's own) are not sent.
+ * stop_sequences | stop → stop_sequences; thinking (passed as it is; dropped with a responseSchema). Other keys
+ * (Gemini’s own) are not sent.
  * `responseSchema` becomes a forced tool whose input is returned, JSON-stringified, as the answer's text.
  */
 export class AnthropicModel implements Model {

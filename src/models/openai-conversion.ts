@@ -65,7 +65,12 @@ export function toChatBody(
   if (s.temperature !== undefined) body.temperature = s.temperature;
   if (s.topP !== undefined) body.top_p = s.topP;
   if (s.maxTokens !== undefined) {
-    const field = 'max_tokens' in config ? 'max_tokens' : options.maxTokensField;
+    const field =
+      'max_completion_tokens' in config
+        ? 'max_completion_tokens'
+        : 'max_tokens' in config
+          ? 'max_tokens'
+          : options.maxTokensField;
     body[field] = s.maxTokens;
   }
   if (s.stopSequences !== undefined) body.stop = s.stopSequences;
@@ -148,11 +153,9 @@ function userMessages(content: Content, ids: CallIdPairing): ChatCompletionMessa
     }
   }
   if (parts.length === 0) return out;
-  const onlyText = parts.every((p) => p.type === 'text');
-  out.push({
-    role: 'user',
-    content: onlyText ? parts.map((p) => (p.type === 'text' ? p.text : '')).join('') : parts,
-  });
+  // One text is sent as a plain string (what every OpenAI-compatible server reads); several parts as a list.
+  const only = parts.length === 1 ? parts[0] : undefined;
+  out.push({ role: 'user', content: only?.type === 'text' ? only.text : parts });
   return out;
 }
 

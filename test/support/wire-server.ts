@@ -19,7 +19,7 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** The JSON body ({} when empty). */
   body: Record<string, unknown>;
-  /** Set when the client closed the connection before the server had answered (a cancelled call). */
+  /** Set when the client closed the connection before the server had finished answering (a cancelled call). */
   closedBeforeAnswer: boolean;
 }
 
