@@ -198,7 +198,7 @@ module.exports = {
     ...roomRules,
     driverRule('driver-store', ['drizzle-orm', 'pg', 'pg-protocol', '@electric-sql/pglite'], 'store'),
     driverRule('driver-queue', ['bullmq', 'ioredis'], 'queue'),
-    driverRule('driver-models', ['@google/genai'], 'models'),
+    driverRule('driver-models', ['@google/genai', 'openai', '@anthropic-ai/sdk'], 'models'),
     driverRule('driver-api', ['fastify', '@fastify/[^/]+', 'fastify-type-provider-zod'], 'api'),
   ],
   options: {

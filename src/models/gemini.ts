@@ -1,8 +1,8 @@
 /**
- * Gemini: the {@link Model} adapter over the `@google/genai` client. It owns the retrying of transient errors
- * (429, 408, 5xx, network); the SDK's own retrying is kept off so that there is exactly one owner.
+ * Gemini: the {@link Model} adapter over the `@google/genai` client. Transient errors (408, 409, 429, 5xx,
+ * network) are retried by the shared loop of retrying.ts; the SDK's own retrying is kept off so that there is
+ * exactly one owner.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   GoogleGenAI,
   type Fetch,
@@ -15,6 +15,17 @@ import {
 import type { Content, Part } from '../core/content.js';
 import { AgentloomError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
+import { patientFetch } from './patient-fetch.js';
+import {
+  callWithRetries,
+  isNetworkFailure,
+  isTransientStatus,
+  resolveRetryPolicy,
+  retryAfterMsOf,
+  type AttemptFailure,
+  type RetryOptions,
+  type RetryPolicy,
+} from './retrying.js';
 import type {
   GenerateOptions,
   Model,
@@ -25,7 +36,7 @@ import type {
 } from './model.js';
 
 /** Options of {@link Gemini}. */
-export interface GeminiOptions {
+export interface GeminiOptions extends RetryOptions {
   /** Default model id, e.g. 'gemini-2.5-flash' (a request's `model` overrides it). Also the adapter's name. */
   model: string;
   /** Gemini API key. Required unless `vertexai`; never read from the environment here (the config layer does). */
@@ -37,12 +48,6 @@ export interface GeminiOptions {
   location?: string;
   /** Passed to the SDK (baseUrl, apiVersion, headers, timeout in ms, fetch); `retryOptions` is ignored. */
   httpOptions?: HttpOptions;
-  /** Attempts per call, the first included. Default 5; 1 disables retrying. */
-  maxAttempts?: number;
-  /** Backoff ceiling before the first retry, in ms; doubles per retry (full jitter). Default 500. */
-  initialBackoffMs?: number;
-  /** Upper bound of any wait between attempts, server retry hints included, in ms. Default 30000. */
-  maxBackoffMs?: number;
 }
 
 /** A part as the wire carries it: Gemini 3 needs `thoughtSignature` sent back with the parts that had one. */
@@ -53,30 +58,13 @@ interface RetryHint {
   retryAfterMs?: number;
 }
 
-const NETWORK_ERROR_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ENETUNREACH',
-  'EHOSTUNREACH',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_HEADERS_TIMEOUT',
-  'UND_ERR_BODY_TIMEOUT',
-]);
-
 /** Gemini over `@google/genai`, with its own bounded retries of transient errors. */
 export class Gemini implements Model {
   readonly name: string;
   readonly #client: GoogleGenAI;
   readonly #model: string;
   readonly #baseFetch: Fetch | undefined;
-  readonly #maxAttempts: number;
-  readonly #initialBackoffMs: number;
-  readonly #maxBackoffMs: number;
+  readonly #policy: RetryPolicy;
 
   /** @throws AgentloomError `CONFIG` when neither `apiKey` nor `vertexai` is given. */
   constructor(options: GeminiOptions) {
@@ -90,9 +78,7 @@ export class Gemini implements Model {
     }
     this.name = options.model;
     this.#model = options.model;
-    this.#maxAttempts = Math.max(1, options.maxAttempts ?? 5);
-    this.#initialBackoffMs = options.initialBackoffMs ?? 500;
-    this.#maxBackoffMs = options.maxBackoffMs ?? 30_000;
+    this.#policy = resolveRetryPolicy(options);
     // The SDK retries only when retryOptions is set: dropping it keeps this adapter the single retry owner.
     const { retryOptions: _ignored, ...httpOptions } = options.httpOptions ?? {};
     this.#baseFetch = httpOptions.fetch;
@@ -112,31 +98,21 @@ export class Gemini implements Model {
    */
   async generate(request: ModelRequest, options?: GenerateOptions): Promise<ModelResponse> {
     const model = request.model ?? this.#model;
-    for (let attempt = 1; ; attempt++) {
-      const hint: RetryHint = {};
-      try {
-        if (request.signal?.aborted) throw request.signal.reason;
+    let hint: RetryHint = {};
+    return callWithRetries({
+      provider: 'Gemini',
+      model,
+      policy: this.#policy,
+      signal: request.signal,
+      attempt: async () => {
+        hint = {};
         const params = this.#params(request, model, hint);
         return options?.onPartial
           ? await this.#stream(params, options.onPartial)
           : toResponse(await this.#client.models.generateContent(params), toParts);
-      } catch (err) {
-        if (request.signal?.aborted) throw cancelled(model, err);
-        const transient = isTransient(err);
-        if (!transient || attempt >= this.#maxAttempts) throw modelError(err, { model, attempt, transient });
-        const serverDelayMs = hint.retryAfterMs ?? retryInfoDelayMs(err);
-        const ceilingMs = Math.min(this.#maxBackoffMs, this.#initialBackoffMs * 2 ** (attempt - 1));
-        const delayMs =
-          serverDelayMs === undefined
-            ? Math.random() * ceilingMs
-            : Math.min(serverDelayMs, this.#maxBackoffMs);
-        try {
-          await sleep(delayMs, undefined, request.signal ? { signal: request.signal } : undefined);
-        } catch (sleepErr) {
-          throw cancelled(model, sleepErr);
-        }
-      }
-    }
+      },
+      describe: (err) => describeFailure(err, hint),
+    });
   }
 
   #params(request: ModelRequest, model: string, hint: RetryHint): GenerateContentParameters {
@@ -234,46 +210,23 @@ function toResponse(
     if (meta.promptTokenCount !== undefined) usage.promptTokens = meta.promptTokenCount;
     if (meta.candidatesTokenCount !== undefined) usage.outputTokens = meta.candidatesTokenCount;
     if (meta.totalTokenCount !== undefined) usage.totalTokens = meta.totalTokenCount;
+    if (meta.cachedContentTokenCount !== undefined) usage.cachedTokens = meta.cachedContentTokenCount;
     result.usage = usage;
   }
   return result;
 }
 
-const GLOBAL_DISPATCHER = Symbol.for('undici.globalDispatcher.1');
-
-interface UndiciDispatcher {
-  dispatch(opts: object, handler: unknown): boolean;
-}
-
 /**
- * A fetch that records the Retry-After header of failed responses in `hint` (the SDK's ApiError drops
- * headers). Like the SDK's own default, Node's fetch gets undici's 300 s header/body timeouts turned off, so a
- * long generation is bounded by `httpOptions.timeout` only.
+ * A fetch that records the retry hint of failed responses in `hint` (the SDK's ApiError drops headers), over
+ * {@link patientFetch} (undici's 300 s timeouts off: a long generation is bounded by `httpOptions.timeout`).
  */
 function hintingFetch(base: Fetch | undefined, hint: RetryHint): Fetch {
+  const send = patientFetch(base);
   return async (input, init) => {
-    let response: Response;
-    if (base) {
-      response = await base(input, init);
-    } else {
-      const global = (globalThis as Record<symbol, UndiciDispatcher | undefined>)[GLOBAL_DISPATCHER];
-      const dispatcher: UndiciDispatcher | undefined = global && {
-        dispatch: (opts, handler) => global.dispatch({ ...opts, headersTimeout: 0, bodyTimeout: 0 }, handler),
-      };
-      response = await fetch(input, dispatcher ? ({ ...init, dispatcher } as RequestInit) : init);
-    }
-    if (!response.ok) hint.retryAfterMs = parseRetryAfterMs(response.headers.get('retry-after'));
+    const response = await send(input, init);
+    if (!response.ok) hint.retryAfterMs = retryAfterMsOf(response.headers);
     return response;
   };
-}
-
-/** Retry-After as delta-seconds or an HTTP date, in ms; undefined when absent or unreadable. */
-function parseRetryAfterMs(value: string | null): number | undefined {
-  if (value === null || value.trim() === '') return undefined;
-  const seconds = Number(value);
-  if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
 }
 
 /** The JSON error body an SDK error message carries (`{"error":{code,message,status,details}}`), if any. */
@@ -308,39 +261,17 @@ function httpStatus(err: unknown): number | undefined {
   return err instanceof Error && err.name === 'ApiError' && typeof status === 'number' ? status : undefined;
 }
 
-/** 408, 429 and 5xx; network failures anywhere in the cause chain; a per-attempt timeout (`httpOptions.timeout`). */
-function isTransient(err: unknown): boolean {
-  const status = httpStatus(err);
-  if (status !== undefined) return status === 408 || status === 429 || (status >= 500 && status < 600);
-  for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return true;
-    if (e.name === 'AbortError' || e.name === 'TimeoutError') return true;
-    if (e instanceof TypeError && (e.message === 'fetch failed' || e.message === 'terminated')) return true;
-  }
-  return false;
-}
-
-function cancelled(model: string, cause: unknown): AgentloomError {
-  return new AgentloomError('CANCELLED', `The call to Gemini model '${model}' was cancelled.`, {
-    details: { model },
-    cause,
-  });
-}
-
-function modelError(
-  err: unknown,
-  ctx: { model: string; attempt: number; transient: boolean },
-): AgentloomError {
+/** Reads a failed attempt: HTTP status and google.rpc status, Retry-After or RetryInfo, the server's message. */
+function describeFailure(err: unknown, hint: RetryHint): AttemptFailure {
   const status = httpStatus(err);
   const body = errorBody(err);
-  const what =
-    status === undefined ? 'failed' : `failed with HTTP ${status}${body?.status ? ` ${body.status}` : ''}`;
-  const reason = body?.message ?? (err instanceof Error ? err.message : String(err));
-  const tries = ctx.attempt === 1 ? '' : ` after ${ctx.attempt} attempts`;
-  return new AgentloomError('MODEL_ERROR', `Gemini model '${ctx.model}' ${what}${tries}: ${reason}`, {
-    retryable: ctx.transient,
-    details: { status, model: ctx.model },
-    cause: err,
-  });
+  const failure: AttemptFailure = {
+    transient: status === undefined ? isNetworkFailure(err) : isTransientStatus(status),
+    reason: body?.message ?? (err instanceof Error ? err.message : String(err)),
+  };
+  if (status !== undefined) failure.status = status;
+  if (body?.status) failure.kind = body.status;
+  const retryAfterMs = hint.retryAfterMs ?? retryInfoDelayMs(err);
+  if (retryAfterMs !== undefined) failure.retryAfterMs = retryAfterMs;
+  return failure;
 }

@@ -2,3 +2,6 @@
 export * from './model.js';
 export * from './scripted-model.js';
 export * from './gemini.js';
+export * from './openai.js';
+export * from './anthropic.js';
+export * from './model-ids.js';

@@ -1,5 +1,6 @@
 /**
- * The Model port: what an LlmAgent needs from a language model. Adapters: `Gemini` (over @google/genai) and
+ * The Model port: what an LlmAgent needs from a language model. Adapters: `Gemini` (over @google/genai),
+ * `OpenAIModel` (over openai: OpenAI, Azure OpenAI, Ollama, vLLM), `AnthropicModel` (over @anthropic-ai/sdk) and
  * `ScriptedModel` (deterministic, offline: tests, examples and the demo).
  */
 import type { Content } from '../core/content.js';
@@ -38,9 +39,15 @@ export interface ModelRequest {
 
 /** Token accounting of one call, when the provider reports it. */
 export interface ModelUsage {
+  /** Input tokens, cached ones included (Anthropic: input + cache reads + cache writes). */
   promptTokens?: number;
   outputTokens?: number;
   totalTokens?: number;
+  /**
+   * The part of `promptTokens` served from the provider's prompt cache (Gemini cachedContentTokenCount, OpenAI
+   * prompt_tokens_details.cached_tokens, Anthropic cache_read_input_tokens).
+   */
+  cachedTokens?: number;
 }
 
 /** What a model answered. */
