@@ -107,6 +107,7 @@ export class AnthropicModel implements Model {
       model,
       policy: this.#policy,
       signal: request.signal,
+      sendLeased: options?.sendLeased,
       secrets: this.#secrets,
       attempt: async () => {
         if (!onPartial) {

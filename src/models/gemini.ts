@@ -104,6 +104,7 @@ export class Gemini implements Model {
       model,
       policy: this.#policy,
       signal: request.signal,
+      sendLeased: options?.sendLeased,
       attempt: async () => {
         hint = {};
         const params = this.#params(request, model, hint);

@@ -62,6 +62,12 @@ export interface ModelResponse {
 export interface GenerateOptions {
   /** When given, the adapter streams and calls this with each partial content (never stored). */
   onPartial?: (partial: Content) => void;
+  /**
+   * The engine's lease check (ARCHITECTURE "Zombie worker"): an adapter that retries, or that awaits anything of
+   * its own before its HTTP request leaves, sends each attempt through it — `sendLeased(() => send())` — so a
+   * worker frozen past its lease stops with FENCED instead of sending. Absent outside a step.
+   */
+  sendLeased?: <T>(send: () => Promise<T>) => Promise<T>;
 }
 
 /** A language model. Implementations retry their own transient errors (429, 5xx, network) with backoff. */

@@ -148,6 +148,7 @@ export class OpenAIModel implements Model {
       ...ctx,
       policy: this.#policy,
       signal: request.signal,
+      sendLeased: options?.sendLeased,
       secrets: this.#secrets,
       attempt: async () => {
         if (!onPartial) {

@@ -6,6 +6,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentloomError } from '../core/errors.js';
+import type { GenerateOptions } from './model.js';
 
 /** Retry settings as an adapter's options give them. */
 export interface RetryOptions {
@@ -57,6 +58,11 @@ export interface RetriedCall<T> {
   signal?: AbortSignal | undefined;
   /** Strings never to repeat in an error (the API key): replaced by `[redacted]` in messages. */
   secrets?: readonly string[];
+  /**
+   * The engine's lease check ({@link GenerateOptions.sendLeased}): each attempt, the first and every retry, starts
+   * through it, so a worker frozen during a backoff does not send on waking once another took its step over.
+   */
+  sendLeased?: GenerateOptions['sendLeased'];
   /** One attempt. An AgentloomError it throws (a malformed answer) is passed on as it is, never retried. */
   attempt: (attemptNumber: number) => Promise<T>;
   /** Reads a failure of {@link attempt}. */
@@ -74,7 +80,7 @@ export async function callWithRetries<T>(call: RetriedCall<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       if (signal?.aborted) throw signal.reason;
-      return await call.attempt(attempt);
+      return await (call.sendLeased ? call.sendLeased(() => call.attempt(attempt)) : call.attempt(attempt));
     } catch (err) {
       if (signal?.aborted) throw cancelledError(call.provider, call.model, err);
       if (err instanceof AgentloomError) throw err;

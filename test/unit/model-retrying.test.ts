@@ -98,6 +98,31 @@ describe('callWithRetries', () => {
     expect(attempts).toBe(1);
   });
 
+  it('starts every attempt through the lease check, and a fenced check stops it before it sends', async () => {
+    const sent: number[] = [];
+    let checks = 0;
+    let fenced = false;
+    const err = await callWithRetries({
+      provider: 'Acme',
+      model: 'm1',
+      policy: fast,
+      sendLeased: (send) => {
+        checks++;
+        if (fenced) return Promise.reject(new AgentloomError('FENCED', 'another worker took over'));
+        fenced = true; // the worker froze during the backoff and another took its step over
+        return send();
+      },
+      attempt: (n) => {
+        sent.push(n);
+        return Promise.reject(new Error('boom'));
+      },
+      describe: () => transient,
+    }).catch((e: unknown) => e as AgentloomError);
+    expect(checks).toBe(2);
+    expect(sent).toEqual([1]);
+    expect(err.code).toBe('FENCED');
+  });
+
   it('is CANCELLED when the signal aborts while it waits between attempts', async () => {
     const controller = new AbortController();
     const pending = callWithRetries({

@@ -147,7 +147,12 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
       // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker"): a freeze in
       // the awaits above (history, callbacks, the budget) must not send on waking.
       (signal) =>
-        rt.sendLeased(() => model.generate({ ...request, signal }, onPartial ? { onPartial } : undefined)),
+        rt.sendLeased(() =>
+          model.generate(
+            { ...request, signal },
+            { ...(onPartial ? { onPartial } : {}), sendLeased: (send) => rt.sendLeased(send) },
+          ),
+        ),
       {
         parent: rt.signal,
         timeoutMs,
