@@ -109,7 +109,9 @@ function sendFailure(
   reply: FastifyReply,
   bounds: UnreadBodyBounds = UNREAD_BODY_BOUNDS,
 ): FastifyReply {
-  if (dropUnreadBody(request.raw, bounds)) reply.removeHeader('connection');
+  // Fastify's `connection: close` (a body too large) would close under the reader; without it Node keeps the
+  // client's wish, and a last answer is closed once the body is read (unread-body.ts).
+  if (dropUnreadBody(request.raw, reply.raw, bounds)) reply.removeHeader('connection');
   const failure = httpFailure(err, String(request.id));
   if (failure.log === 'error') request.log.error({ err }, 'request failed');
   else if (failure.log === 'warn') request.log.warn({ err }, 'request failed: a service did not answer');
