@@ -22,7 +22,7 @@ import { observeSteps } from './observer.js';
 import { readInvocation, readNodes, readSession, requireInvocation, type SessionView } from './read-views.js';
 import { toolsetsOf, type RegisteredApp } from './registry.js';
 import { answerTx, definitionsOf, type FunctionResponseInput } from './resume.js';
-import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './auth-answers.js';
+import { callbackAnswer, redeemAuthAnswer, redirectRefusal, type AuthAnswerDeps } from './auth-answers.js';
 import { findToolRequest } from '../store/tool-requests.js';
 import type { CredentialVault } from './credential-vault.js';
 import { Scheduler } from './scheduler.js';
@@ -309,15 +309,9 @@ export class Engine {
         },
       );
     }
-    if (query.get('error')) {
-      throw new AgentloomError(
-        'VALIDATION',
-        `the provider did not authorize (${query.get('error')}): open the authorization URL again`,
-        {
-          details: { field: 'error' },
-        },
-      );
-    }
+    // A malformed redirect (no code, the provider's error, a parameter twice) leaves the call waiting for its link.
+    const malformed = redirectRefusal(query);
+    if (malformed) throw malformed;
     await this.respond({ invocationId, functionResponses: [response], by: 'oauth2 callback' });
     return { invocationId };
   }
