@@ -21,7 +21,14 @@ import { packageRoot } from '../core/package-root.js';
 import type { Engine } from '../engine/engine.js';
 import { authenticate, parseApiKeys, type ApiKey } from './http/auth.js';
 import type { ApiApp, RouteContext } from './http/context.js';
-import { codeOfStatus, httpFailure, HttpError, routeNotFound } from './http/errors.js';
+import {
+  codeOfStatus,
+  errorBodyOf,
+  httpFailure,
+  HttpError,
+  routeNotFound,
+  type ErrorShape,
+} from './http/errors.js';
 import type { Registry } from 'prom-client';
 import { ApiMetrics } from './http/metrics.js';
 import { appRoutes } from './routes/routes-apps.js';
@@ -100,21 +107,26 @@ function packageVersion(): string {
 }
 
 /**
- * Sends a failure in the error shape (401s say how to authenticate). A body left unread (too large, refused before
- * parsing) is read and dropped within `bounds`, on a connection kept open meanwhile.
+ * Sends a failure in the error shape of its route family (401s say how to authenticate). A body left unread (too
+ * large, refused before parsing) is read and dropped within `bounds`, on a connection kept open meanwhile.
  */
 function sendFailure(
   err: unknown,
   request: FastifyRequest,
   reply: FastifyReply,
-  bounds: UnreadBodyBounds = UNREAD_BODY_BOUNDS,
+  { bounds = UNREAD_BODY_BOUNDS, shape = 'v1' }: { bounds?: UnreadBodyBounds; shape?: ErrorShape } = {},
 ): FastifyReply {
-  if (dropUnreadBody(request.raw, bounds)) reply.removeHeader('connection');
+  // Fastify's `connection: close` (a body too large) would close under the reader; without it Node keeps the
+  // client's wish, and a last answer is closed once the body is read (unread-body.ts).
+  if (dropUnreadBody(request.raw, reply.raw, bounds)) reply.removeHeader('connection');
   const failure = httpFailure(err, String(request.id));
   if (failure.log === 'error') request.log.error({ err }, 'request failed');
   else if (failure.log === 'warn') request.log.warn({ err }, 'request failed: a service did not answer');
   if (failure.statusCode === 401) reply.header('www-authenticate', 'Bearer realm="agentloom"');
-  return reply.code(failure.statusCode).type('application/json; charset=utf-8').send(failure.body);
+  return reply
+    .code(failure.statusCode)
+    .type('application/json; charset=utf-8')
+    .send(errorBodyOf(failure.body, shape));
 }
 
 /** Auth on every route but the probes, request metrics, one error shape, and empty JSON bodies as no body. */
@@ -160,7 +172,7 @@ function installHooks(
   });
   // On close, open event streams end at once (clients resume elsewhere with Last-Event-ID); requests in flight finish.
   server.addHook('preClose', async () => ctx.closing.abort());
-  server.setErrorHandler((err: FastifyError, request, reply) => sendFailure(err, request, reply, bounds));
+  server.setErrorHandler((err: FastifyError, request, reply) => sendFailure(err, request, reply, { bounds }));
   server.setNotFoundHandler((request) => {
     throw routeNotFound(request.method, request.url);
   });
@@ -177,7 +189,8 @@ async function documentApi(server: ApiApp): Promise<void> {
         description:
           'Durable workflow engine for ADK-style agents. Errors are {"error": {"code", "message", "details"?}}. ' +
           'A body over the limit (default 1 MiB) answers 413 PAYLOAD_TOO_LARGE; the rest is read and dropped (up to ' +
-          '64 MiB or 10 s, then the connection is closed), so that a client that streams its body reads the answer.',
+          '64 MiB or 10 s, then the connection is closed), so that a client that streams its body reads the answer. ' +
+          'ADK\'s API-server routes (tag adk) answer errors as adk-python does: {"detail": "…"}.',
       },
       components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
       security: [{ apiKey: [] }],
@@ -226,7 +239,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
     authEnabled: keys.length > 0,
     closing: new AbortController(),
   };
-  installHooks(server, ctx, keys, { ...UNREAD_BODY_BOUNDS, ...options.unreadBodyBounds });
+  const bounds: UnreadBodyBounds = { ...UNREAD_BODY_BOUNDS, ...options.unreadBodyBounds };
+  installHooks(server, ctx, keys, bounds);
   await documentApi(server);
   opsRoutes(server, ctx);
   invocationRoutes(server, ctx);
@@ -235,7 +249,13 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   appRoutes(server, ctx);
   credentialRoutes(server, ctx);
   authRoutes(server, ctx);
-  adkRoutes(server, ctx);
+  // ADK's routes answer errors as adk-python's FastAPI server does ({detail}): their own scope, their own handler.
+  await server.register(async (adk: ApiApp) => {
+    adk.setErrorHandler((err: FastifyError, request, reply) =>
+      sendFailure(err, request, reply, { bounds, shape: 'adk' }),
+    );
+    adkRoutes(adk, ctx);
+  });
   await consoleRoutes(server);
   if (options.adkDevUiDir !== undefined) {
     if (ctx.authEnabled) {

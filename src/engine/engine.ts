@@ -28,7 +28,12 @@ import {
 } from './runs/read-views.js';
 import { toolsetsOf, type RegisteredApp } from './apps/registry.js';
 import { answerTx, definitionsOf, type FunctionResponseInput } from './runs/resume.js';
-import { callbackAnswer, redeemAuthAnswer, type AuthAnswerDeps } from './runs/auth-answers.js';
+import {
+  callbackAnswer,
+  redeemAuthAnswer,
+  redirectRefusal,
+  type AuthAnswerDeps,
+} from './runs/auth-answers.js';
 import { findToolRequest } from '../store/repos/tool-requests.js';
 import type { CredentialVault } from './auth/credential-vault.js';
 import { Scheduler } from './step/scheduler.js';
@@ -315,15 +320,9 @@ export class Engine {
         },
       );
     }
-    if (query.get('error')) {
-      throw new AgentloomError(
-        'VALIDATION',
-        `the provider did not authorize (${query.get('error')}): open the authorization URL again`,
-        {
-          details: { field: 'error' },
-        },
-      );
-    }
+    // A malformed redirect (no code, the provider's error, a parameter twice) leaves the call waiting for its link.
+    const malformed = redirectRefusal(query);
+    if (malformed) throw malformed;
     await this.respond({ invocationId, functionResponses: [response], by: 'oauth2 callback' });
     return { invocationId };
   }

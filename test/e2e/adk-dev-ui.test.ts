@@ -8,6 +8,7 @@
  * - the page is reloaded mid-pause: the reopened session shows the card again, and approving it there resumes the
  *   same invocation, which completes (GET /v1), with publish_post run exactly once;
  * - another app's confirmation rejected from the UI completes that run without the tool's effect;
+ * - its side panel shows the server's version, language and language version (`/version` in adk-python's keys);
  * - no uncaught error and no console error in the page, other than the requests the UI makes for what agentloom
  *   does not serve (its builder and evals: 404) and the Google fonts it cannot reach here.
  *
@@ -141,6 +142,19 @@ function expectClean(trouble: PageTrouble): void {
 describe("ADK's dev UI against agentloom dev", () => {
   it('prints where the UI is', () => {
     expect(dev.stdout).toContain(`  adk   ${url}/dev-ui/ (ADK's dev UI, from @google/adk-devtools)`);
+  });
+
+  it("shows the server's version, language and language version in its side panel", async () => {
+    const { page, trouble } = await openUi();
+    const valueOf = (label: string) =>
+      page.getByText(label, { exact: true }).locator('xpath=following-sibling::span[1]');
+    // Rendered once /version has answered; a key the UI does not read would leave its value empty.
+    await valueOf('Lang Version:').waitFor({ state: 'attached', timeout: SHOWS_MS });
+    expect((await valueOf('Lang Version:').textContent())?.trim()).toBe(process.version);
+    expect((await valueOf('Language:').textContent())?.trim()).toBe('typescript');
+    expect((await valueOf('Version:').textContent())?.trim()).toMatch(/^\d+\.\d+\.\d+/);
+    expectClean(trouble);
+    await page.context().close();
   });
 
   it('picks the example app, streams its run to the confirmation card, and approves it after a reload', async () => {

@@ -4,7 +4,9 @@
  * array, read with their events, patched, deleted (not while a run is live); `/run_sse` streams `data:` blocks only,
  * without the caller's own message, until the run pauses, and a function response to the confirmation (snake_case
  * accepted) resumes the same invocation, the tool running once; `/run` answers the same events as an array; an
- * unknown session is 404 before anything is enqueued; the dev UI's graph and trace routes; keys as on /v1.
+ * unknown session is 404 before anything is enqueued; the dev UI's graph and trace routes; keys as on /v1. `/version`
+ * answers adk-python's keys (`language_version`), and every error of these routes is FastAPI's `{"detail": "…"}`
+ * while /v1 keeps `{"error": {code, message}}` (issue 28).
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -106,7 +108,63 @@ describe('apps and version', () => {
     const scoped = await fetch(`${keyedBase}/list-apps`, { headers: { authorization: `Bearer ${KEY}` } });
     expect(await scoped.json()).toEqual(['echo']);
     expect((await fetch(`${keyedBase}/list-apps`)).status).toBe(401);
-    expect((await request('GET', '/version')).json).toMatchObject({ version: expect.any(String) });
+  });
+
+  it("answers /version with adk-python's keys, as ADK's dev UI reads them", async () => {
+    const { json } = await request('GET', '/version');
+    expect(json).toMatchObject({
+      version: expect.any(String),
+      language: 'typescript',
+      language_version: process.version,
+    });
+    expect(json).not.toHaveProperty('languageVersion');
+  });
+});
+
+describe('errors', () => {
+  it("answer FastAPI's {detail} on every ADK route, whatever refused the request", async () => {
+    const big = JSON.stringify({ appName: 'echo', userId: 'u', sessionId: 's', pad: 'x'.repeat(2 << 20) });
+    const answer = async (url: string, init: RequestInit = {}) => {
+      const response = await fetch(url, init);
+      return { status: response.status, json: (await response.json()) as Json };
+    };
+    const post = (body: string, type = 'application/json') =>
+      answer(`${base}/run`, { method: 'POST', headers: { 'content-type': type }, body });
+    const refusals: { status: number; answer: Promise<{ status: number; json: Json }> }[] = [
+      // the route: an unknown session, an unknown app
+      { status: 404, answer: answer(`${base}/apps/mail/users/bea/sessions/nope`) },
+      { status: 404, answer: answer(`${base}/apps/nope/users/bea/sessions`) },
+      // the body: a schema check, JSON that does not parse, a type not taken, a body too large
+      { status: 400, answer: post(JSON.stringify({ appName: 'echo' })) },
+      { status: 400, answer: post('{"appName":') },
+      { status: 415, answer: post('<run/>', 'text/xml') },
+      { status: 413, answer: post(big) },
+      // a key: none sent
+      { status: 401, answer: answer(`${keyedBase}/apps/echo/users/u/sessions`) },
+    ];
+    for (const refusal of refusals) {
+      const { status, json } = await refusal.answer;
+      expect({ status, json }).toEqual({ status: refusal.status, json: { detail: expect.any(String) } });
+      expect(json.detail).not.toBe('');
+    }
+    // What is wrong is still said: the field of a schema check, the session not found.
+    expect((await request('POST', '/run', { appName: 'echo' })).json.detail).toMatch(/^body\.userId: /);
+    expect((await request('GET', '/apps/mail/users/bea/sessions/nope')).json).toEqual({
+      detail: 'Session not found: nope',
+    });
+  });
+
+  it('leave /v1 errors as they were: {error: {code, message, details?}}', async () => {
+    const missing = await request('GET', '/v1/invocations/inv_nope');
+    expect(missing.status).toBe(404);
+    expect(missing.json).toEqual({
+      error: expect.objectContaining({ code: 'NOT_FOUND', message: expect.any(String) }),
+    });
+    const invalid = await request('POST', '/v1/apps/echo/invocations', { input: 'x' });
+    expect(invalid.status).toBe(400);
+    expect(invalid.json.error).toMatchObject({ code: 'VALIDATION', details: { field: 'userId' } });
+    const unknownRoute = await request('GET', '/v1/nowhere');
+    expect(unknownRoute.json.error.code).toBe('NOT_FOUND');
   });
 });
 
@@ -131,7 +189,7 @@ describe('sessions', () => {
     expect(again.text).toContain('Session already exists: adk-path');
     const withEvents = await request('POST', '/apps/mail/users/ann/sessions', { events: [{ author: 'x' }] });
     expect(withEvents.status).toBe(400);
-    expect(withEvents.json.error.message).toMatch(/^events: /);
+    expect(withEvents.json.detail).toMatch(/^events: /);
   });
 
   it('lists as a bare array without events; reads one with its events; another user’s is 404', async () => {
@@ -172,7 +230,7 @@ describe('sessions', () => {
     });
     const refused = await request('DELETE', `/apps/mail/users/cy/sessions/${session.id}`);
     expect(refused.status).toBe(409);
-    expect(refused.json.error.message).toContain('cancel it first');
+    expect(refused.json.detail).toContain('cancel it first');
     const [paused] = (await engine.store.listSessions({ app: 'mail', userId: 'cy' })).map((s) => s.id);
     const inv = (await request('GET', `/v1/invocations?userId=cy`)).json.invocations[0];
     await engine.cancel(inv.id);
@@ -267,7 +325,7 @@ describe('/run_sse and /run', () => {
       newMessage: { parts: [{ text: 'x' }] },
     });
     expect(unknown.status).toBe(404);
-    expect(unknown.json.error.message).toBe('Session not found: no-such-session');
+    expect(unknown.json).toEqual({ detail: 'Session not found: no-such-session' });
     expect(await count()).toBe(before);
     const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
     const stray = await request('POST', '/run', {

@@ -1,11 +1,13 @@
 /**
  * A body refused before it is read (413 too large, 401 no key) is read and dropped after the answer, within bounds
- * (issue 18): the connection then serves the next request; a body past `maxBytes`, or a client still sending after
- * `maxMs`, has its connection cut, and the server answers others as before. The whole flow with a real `api`
- * process, both clients and every body route is in test/e2e/api-server.test.ts.
+ * (issue 18): the connection then serves the next request; a client that asked to close it (`Connection: close`)
+ * sees our side end after the answer, the rest of its body read, and only then the connection closed (issue 28); a
+ * body past `maxBytes`, or a client still sending after `maxMs`, has its connection cut, and the server answers
+ * others as before. The whole flow with a real `api` process, both clients and every body route is in
+ * test/e2e/api-server.test.ts; Node's client with and without keep-alive, 20 times, in test/e2e/refused-body.test.ts.
  */
 import { Agent, request as httpRequest, type ClientRequest } from 'node:http';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp, type ApiServerOptions } from '../../src/api/index.js';
@@ -113,6 +115,42 @@ function postRaw(
   });
 }
 
+/** Connections the server holds open. */
+function openConnections(server: ApiApp): Promise<number> {
+  return new Promise((resolve, reject) =>
+    server.server.getConnections((err, count) => (err ? reject(err) : resolve(count))),
+  );
+}
+
+/**
+ * POSTs `body` with `Connection: close` over a bare TCP connection kept half open (the server's end does not end
+ * ours), as a client does that writes its whole body before it reads: resolves once every byte is written (or
+ * writing failed), with what came back.
+ */
+function postAskingToClose(
+  base: string,
+  path: string,
+  body: Buffer,
+): Promise<{ socket: Socket; received: string; error?: string }> {
+  const { hostname, port } = new URL(base);
+  return new Promise((resolve) => {
+    let received = '';
+    let error: string | undefined;
+    const socket = connect({ host: hostname, port: Number(port), allowHalfOpen: true });
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk: string) => (received += chunk));
+    socket.on('error', (err: NodeJS.ErrnoException) => (error ??= err.code ?? err.message));
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n` +
+        `content-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n`,
+    );
+    socket.write(body, (err) => {
+      error ??= (err as NodeJS.ErrnoException | null | undefined)?.code;
+      resolve({ socket, received, error });
+    });
+  });
+}
+
 describe('a body refused unread', () => {
   it('is read to its end after the 413, and the same connection serves the next request', async () => {
     const base = await serve();
@@ -137,6 +175,26 @@ describe('a body refused unread', () => {
     const denied = await postWithHttp(`${base}/v1/apps/echo/invocations`, big);
     expect(denied).toMatchObject({ status: 401, body: { error: { code: 'UNAUTHORIZED' } } });
     expect(denied.error).toBeUndefined();
+  });
+
+  it('asked to close: answers, ends its side, reads the body to its end, and only then closes', async () => {
+    const served = await createApiServer({ engine, processMetrics: false });
+    servers.push(served);
+    const base = await served.listen({ port: 0, host: '127.0.0.1' });
+    const sent = await postAskingToClose(base, '/v1/apps/echo/invocations', big);
+    try {
+      // Every byte of the 24 MiB went out: the server neither reset the connection nor stopped reading.
+      expect(sent.error, sent.received).toBeUndefined();
+      expect(sent.received).toMatch(/^HTTP\/1\.1 413 /);
+      expect(sent.received).toContain('PAYLOAD_TOO_LARGE');
+      // Once the body is read the server lets the connection go (ours still open: it closed on its own).
+      await waitFor(async () => (await openConnections(served)) === 0, {
+        what: 'the server to close the connection once the body is read',
+      });
+      await waitFor(() => sent.socket.readableEnded, { what: "the server's end of the connection" });
+    } finally {
+      sent.socket.destroy();
+    }
   });
 
   it('cuts the connection past maxBytes; the server answers others as before', async () => {

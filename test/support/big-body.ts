@@ -1,7 +1,9 @@
 /**
  * Oversized request bodies sent the way programs send them — Node's http client and fetch, both streaming the body
  * without waiting for `100-continue` — so a test sees what such a client sees: the answer, or the broken
- * connection (EPIPE, ECONNRESET, "fetch failed") a server that stops reading too early gives it.
+ * connection (EPIPE, ECONNRESET, "fetch failed") a server that stops reading too early gives it. Node's client is
+ * sent both ways it asks for its connection: kept alive (the global agent of Node ≥ 19) and closed after the answer
+ * (`Connection: close`: `agent: false`, `new http.Agent()`, Node 18's global agent), which a server answers last.
  */
 import { request as httpRequest } from 'node:http';
 
@@ -14,6 +16,9 @@ export interface BigPostResult {
   error?: string;
 }
 
+/** How Node's client asks for its connection: kept for the next request, or closed after the answer. */
+export type ConnectionMode = 'keep-alive' | 'close';
+
 function parse(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -24,12 +29,14 @@ function parse(text: string): unknown {
 
 /**
  * POSTs `body` with `node:http` (content-length set, written in one go). Resolves once the request is over: the
- * answer read and the request closed, or an error met (an error after the answer counts too).
+ * answer read and the request closed, or an error met (an error after the answer counts too). `connection`
+ * 'close' sends it without an agent, so with `Connection: close` (default: the global agent, kept alive).
  */
 export function postWithHttp(
   url: string,
   body: Buffer,
   headers: Record<string, string> = {},
+  connection: ConnectionMode = 'keep-alive',
 ): Promise<BigPostResult> {
   return new Promise((resolve) => {
     const result: BigPostResult = { client: 'node:http' };
@@ -42,6 +49,7 @@ export function postWithHttp(
       url,
       {
         method: 'POST',
+        ...(connection === 'close' ? { agent: false } : {}),
         headers: { 'content-type': 'application/json', 'content-length': body.length, ...headers },
       },
       (res) => {

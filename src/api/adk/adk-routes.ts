@@ -175,10 +175,11 @@ export function adkRoutes(app: ApiApp, ctx: RouteContext): void {
   app.get(
     '/version',
     { schema: { tags: TAG, summary: 'The server version (ADK API server)' } },
+    // adk-python's keys (a plain dict there, so snake_case): ADK's dev UI shows `language_version`.
     async () => ({
       version,
       language: 'typescript',
-      languageVersion: process.version,
+      language_version: process.version,
       engine: 'agentloom',
     }),
   );

@@ -10,6 +10,22 @@ export interface ApiErrorBody {
   error: { code: string; message: string; details?: Record<string, unknown> };
 }
 
+/**
+ * The body of an error on ADK's API-server routes: FastAPI's `{ detail }`, as adk-python's server answers
+ * (`HTTPException(detail=…)`), so a client written for it reads ours. The message is the one /v1 would give.
+ */
+export interface AdkErrorBody {
+  detail: string;
+}
+
+/** The route families of the API, each with its error shape: /v1's `{error}`, ADK's `{detail}`. */
+export type ErrorShape = 'v1' | 'adk';
+
+/** A failure's body in the shape of its route family. */
+export function errorBodyOf(body: ApiErrorBody, shape: ErrorShape): ApiErrorBody | AdkErrorBody {
+  return shape === 'adk' ? { detail: body.error.message } : body;
+}
+
 /** An error raised by the API layer itself (auth, unknown routes, refused input). */
 export class HttpError extends Error {
   constructor(

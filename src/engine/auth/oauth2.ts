@@ -178,10 +178,33 @@ function messageOf(err: unknown): string {
 }
 
 /**
+ * The parameters of a provider's redirect as oauth4webapi checks them (the state, RFC 9207's `iss`, the provider's
+ * error, no implicit flow). What it refuses is the redirect's fault, never a failure to retry: a 400 naming the
+ * answer's `response.authResponseUri`, which a redirect always is (the callback route makes it one).
+ */
+function checkedRedirect(
+  provider: Provider,
+  callback: URLSearchParams,
+  state: string,
+): ReturnType<typeof oauth.validateAuthResponse> {
+  try {
+    return oauth.validateAuthResponse(provider.as, provider.client, callback, state);
+  } catch (err) {
+    if (err instanceof oauth.AuthorizationResponseError)
+      throw new OAuthRefused(err.error, 'the authorization');
+    throw new AgentloomError(
+      'VALIDATION',
+      `the provider's redirect is not valid (${messageOf(err)}): the call still waits: open its authorization URL again`,
+      { details: { field: 'response.authResponseUri' }, cause: err },
+    );
+  }
+}
+
+/**
  * Redeems the authorization code of a callback (its full query: `state`, `code` or `error`) for the request its
  * state names, at the tool's token URL.
  */
-export function exchangeCode(
+export async function exchangeCode(
   box: SecretBox,
   auth: ToolAuth,
   callback: URLSearchParams,
@@ -189,8 +212,8 @@ export function exchangeCode(
 ): Promise<AuthCredential> {
   const state = callback.get('state') ?? '';
   const provider = providerOf(auth);
-  return grant('the authorization code', async () => {
-    const params = oauth.validateAuthResponse(provider.as, provider.client, callback, state);
+  const params = checkedRedirect(provider, callback, state);
+  const token = await grant('the authorization code', async () => {
     const response = await oauth.authorizationCodeGrantRequest(
       provider.as,
       provider.client,
@@ -201,7 +224,8 @@ export function exchangeCode(
       provider.options,
     );
     return oauth.processAuthorizationCodeResponse(provider.as, provider.client, response);
-  }).then((token) => credentialOf(token));
+  });
+  return credentialOf(token);
 }
 
 /** A new access token for an expiring one, with its refresh token. */

@@ -28,6 +28,36 @@ function refused(message: string, field: string): AgentloomError {
   return new AgentloomError('VALIDATION', message, { details: { field } });
 }
 
+/** What a refused redirect tells the user to do: the state is not spent, so its link works again. */
+const TRY_AGAIN = 'the call still waits: open its authorization URL again';
+
+/** Parameters of a redirect that a provider sends once at most (RFC 6749 4.1.2; RFC 9207's `iss`). */
+const ONCE = ['state', 'code', 'error', 'error_description', 'error_uri', 'iss'] as const;
+
+/**
+ * What is wrong with a provider's redirect (its query) before anything is redeemed, as a 400 naming the parameter
+ * (`field`: that parameter, or `fieldOf` it): one given twice, the provider's `error` (with its description), or
+ * no code. Undefined for a redirect with one code. This is the user's link, not a failure to retry: nothing is
+ * stored, and the call waits for a good one.
+ */
+export function redirectRefusal(
+  query: URLSearchParams,
+  fieldOf: (parameter: string) => string = (parameter) => parameter,
+): AgentloomError | undefined {
+  const twice = ONCE.find((name) => query.getAll(name).length > 1);
+  if (twice) return refused(`the redirect gives ${twice} more than once: ${TRY_AGAIN}`, fieldOf(twice));
+  const error = query.get('error');
+  if (error !== null) {
+    const description = query.get('error_description');
+    const why = `${error || 'no reason given'}${description ? `: ${description}` : ''}`;
+    return refused(`the provider did not authorize (${why}): ${TRY_AGAIN}`, fieldOf('error'));
+  }
+  if (!query.get('code')) {
+    return refused(`the redirect has no authorization code (code=…): ${TRY_AGAIN}`, fieldOf('code'));
+  }
+  return undefined;
+}
+
 /**
  * The answer a provider's callback stands for: the pending request its `state` names, answered with the callback
  * URL. Refuses (400) a callback without a state, or whose state this deployment did not make.
@@ -85,6 +115,8 @@ export async function redeemAuthAnswer(
       'response.authResponseUri',
     );
   }
+  const malformed = redirectRefusal(callback.searchParams, () => 'response.authResponseUri');
+  if (malformed) throw malformed;
   const invocation = await getInvocation(deps.db, request.invocationId);
   const asked = askedAuth((request.request as { auth?: unknown }).auth);
   // The declared config (token URL, client secret), never anything from the answer or the stored request.
