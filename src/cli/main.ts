@@ -116,7 +116,7 @@ program
   .argument('<path>', 'a .yaml / .yml file or a folder of them')
   .option(
     '--registry <module>',
-    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files may use besides the built-in tools and Gemini ids',
+    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files may use besides the built-in tools and provider model ids',
   )
   .action(async (path: string, opts: ValidateFlags) => {
     const { runValidate } = await import('./validate.js');

@@ -39,8 +39,8 @@ export async function runValidate(path: string, flags: ValidateFlags): Promise<n
     .map((app) => `${app.name} (${app.agents.size} agents, definition ${app.definitionHash.slice(0, 12)})`)
     .join(', ');
   const names = flags.registry
-    ? `built-in tools, Gemini ids and ${flags.registry}`
-    : 'built-in tools and Gemini ids; --registry MODULE adds tools and models registered in code';
+    ? `built-in tools, provider model ids and ${flags.registry}`
+    : 'built-in tools and provider model ids; --registry MODULE adds tools and models registered in code';
   console.log(
     `ok: ${path}: ${registered.length === 1 ? '1 app' : `${registered.length} apps`}: ${summary}; names checked against ${names}`,
   );

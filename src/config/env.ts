@@ -4,6 +4,12 @@
 import { z } from 'zod';
 import { AgentloomError } from '../core/errors.js';
 
+const httpUrl = (name: string, example: string) =>
+  z
+    .string()
+    .regex(/^https?:\/\/[^\s]+$/, `must be an http:// or https:// URL, e.g. ${name}=${example}`)
+    .optional();
+
 const envSchema = z.object({
   DATABASE_URL: z
     .string()
@@ -36,6 +42,16 @@ const envSchema = z.object({
     .url({ protocol: /^https?$/, error: 'AGENTLOOM_PUBLIC_URL must be an http(s) URL' })
     .optional(),
   GOOGLE_API_KEY: z.string().min(1).optional(),
+  /** Keys and endpoints of the model providers (the vendors' SDKs' own variables; see README "Models"). */
+  OPENAI_API_KEY: z.string().min(1).optional(),
+  OPENAI_BASE_URL: httpUrl('OPENAI_BASE_URL', 'https://api.openai.com/v1'),
+  OPENAI_API_VERSION: z.string().min(1).optional(),
+  ANTHROPIC_API_KEY: z.string().min(1).optional(),
+  ANTHROPIC_BASE_URL: httpUrl('ANTHROPIC_BASE_URL', 'https://api.anthropic.com'),
+  AZURE_OPENAI_API_KEY: z.string().min(1).optional(),
+  AZURE_OPENAI_ENDPOINT: httpUrl('AZURE_OPENAI_ENDPOINT', 'https://my-resource.openai.azure.com'),
+  /** Ollama's address; like Ollama itself, a host:port without a scheme is accepted. */
+  OLLAMA_HOST: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   PORT: z.coerce.number().int().min(1).max(65535).optional(),
 });

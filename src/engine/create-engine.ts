@@ -7,7 +7,8 @@ import { pino, type Logger } from 'pino';
 import { LOG_REDACTION } from '../core/log-redaction.js';
 import { InProcessBus, type Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
-import { loadEnv } from '../config/env.js';
+import { loadEnv, type EnvConfig } from '../config/env.js';
+import type { ModelEnv } from '../models/model-ids.js';
 import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
 import { RedisBus } from '../queue/bus.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
@@ -17,6 +18,7 @@ import { NotifyBus } from '../store/notify-bus.js';
 import { createResilientPool } from '../store/db/pg-pool.js';
 import { Store } from '../store/store.js';
 import { loadAppsModule } from './apps/apps-module.js';
+import { buildProviderModels } from './apps/provider-models.js';
 import { Engine } from './engine.js';
 import type { EngineOptions, QueueOption } from './engine-options.js';
 import { authToolsOf, checkDeclaredAuths, declaredAuths, registerApps } from './apps/registry.js';
@@ -152,6 +154,12 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       throw err;
     }
   }
+  const models = new Map(Object.entries({ ...loaded?.models, ...options.models }));
+  const modelEnv = options.modelEnv ?? modelEnvOf(env, options.geminiApiKey);
+  // A worker builds the provider models its apps name now: a missing key stops it here, naming the variable.
+  if ((options.worker ?? true) !== false) {
+    for (const [id, model] of buildProviderModels(apps.values(), models, modelEnv)) models.set(id, model);
+  }
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -167,11 +175,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       ...parts,
       apps,
       logger,
-      models: new Map(Object.entries({ ...loaded?.models, ...options.models })),
+      models,
       tools,
       vault,
       auths,
-      geminiApiKey: options.geminiApiKey ?? env.GEMINI_API_KEY ?? env.GOOGLE_API_KEY,
+      modelEnv,
     },
     options,
   );
@@ -185,4 +193,20 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // work to its owners and the periodic pass.
   await engine.reconcile(embedded ? { staleMs: 0 } : {});
   return engine;
+}
+
+/** The provider keys and endpoints of the environment (`geminiApiKey`, when given, is Gemini's key). */
+function modelEnvOf(env: EnvConfig, geminiApiKey: string | undefined): ModelEnv {
+  return {
+    OPENAI_API_KEY: env.OPENAI_API_KEY,
+    OPENAI_BASE_URL: env.OPENAI_BASE_URL,
+    OPENAI_API_VERSION: env.OPENAI_API_VERSION,
+    ANTHROPIC_API_KEY: env.ANTHROPIC_API_KEY,
+    ANTHROPIC_BASE_URL: env.ANTHROPIC_BASE_URL,
+    AZURE_OPENAI_API_KEY: env.AZURE_OPENAI_API_KEY,
+    AZURE_OPENAI_ENDPOINT: env.AZURE_OPENAI_ENDPOINT,
+    OLLAMA_HOST: env.OLLAMA_HOST,
+    GEMINI_API_KEY: geminiApiKey ?? env.GEMINI_API_KEY,
+    GOOGLE_API_KEY: env.GOOGLE_API_KEY,
+  };
 }

@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../core/bus.js';
 import type { Model } from '../models/model.js';
+import type { ModelEnv } from '../models/model-ids.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
@@ -44,6 +45,13 @@ export interface EngineOptions {
   /** Gemini API key for models named by a Gemini id. Default: $GEMINI_API_KEY / $GOOGLE_API_KEY. */
   geminiApiKey?: string;
   /**
+   * Keys and endpoints for models named by a provider id (`openai/gpt-4.1`, `anthropic/claude-sonnet-4-5`,
+   * `ollama/llama3.2`, `azure/<deployment>`, `gemini-…`). Default: the environment's variables of the same names
+   * (OPENAI_API_KEY, ANTHROPIC_API_KEY, AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION,
+   * OLLAMA_HOST, …). A worker whose apps name an id it cannot build refuses to start, naming the variable.
+   */
+  modelEnv?: ModelEnv;
+  /**
    * Run steps in this process (default true, concurrency 64). `false`: a producer/reader only (an API process):
    * no worker and no reconciler.
    */
@@ -78,7 +86,8 @@ export interface EngineParts {
   logger: Logger;
   models: Map<string, Model>;
   tools: Map<string, Tool>;
-  geminiApiKey: string | undefined;
+  /** Keys and endpoints for models named by a provider id (see {@link EngineOptions.modelEnv}). */
+  modelEnv: ModelEnv;
   /** Users' tool credentials, when the deployment has a secret key. */
   vault: CredentialVault | undefined;
   /** The `auth` the apps' tools declare (where an OAuth2 answer's token URL and client come from). */

@@ -1,9 +1,10 @@
 /**
  * The scheduler's dependencies from an engine's resolved parts and options: models and tools wrapped for the
- * observer, Gemini models made on demand for Gemini ids, fault points, partial events. Called by the Engine.
+ * observer, provider models made on demand for provider ids (`openai/…`, `gemini-…`), fault points, partial events. Called by the Engine.
  */
 import type { Event } from '../core/event.js';
-import { Gemini } from '../models/gemini.js';
+import { createModelForId } from '../models/model-factory.js';
+import { parseModelId } from '../models/model-ids.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
@@ -31,8 +32,8 @@ export function schedulerDeps(
   options: Omit<EngineOptions, 'apps'>,
   hooks: EngineHooks,
 ): SchedulerDeps {
-  const geminiCache = new Map<string, Model>();
-  const { geminiApiKey, logger } = parts;
+  const providerCache = new Map<string, Model>();
+  const { logger } = parts;
   const { observer } = options;
   return {
     store: parts.store,
@@ -46,12 +47,14 @@ export function schedulerDeps(
     deferMs: options.deferMs ?? 5_000,
     models: observeModels(parts.models, observer, logger),
     tools: observeTools(parts.tools, observer, logger),
+    // A provider id no app names at start (an agent given its model later): built on first use. An id whose
+    // key is missing throws CONFIG naming the variable; a name that is no provider id is unknown (undefined).
     defaultModel: (name) => {
-      if (!geminiApiKey || !name.startsWith('gemini')) return undefined;
-      let model = geminiCache.get(name);
+      if (!parseModelId(name)) return undefined;
+      let model = providerCache.get(name);
       if (!model) {
-        model = observeModel(new Gemini({ model: name, apiKey: geminiApiKey }), observer, logger);
-        geminiCache.set(name, model);
+        model = observeModel(createModelForId(name, parts.modelEnv), observer, logger);
+        providerCache.set(name, model);
       }
       return model;
     },

@@ -5,3 +5,4 @@ export * from './gemini.js';
 export * from './openai.js';
 export * from './anthropic.js';
 export * from './model-ids.js';
+export * from './model-factory.js';

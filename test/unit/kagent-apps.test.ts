@@ -294,7 +294,7 @@ spec:
         'agents.yaml': `${agent('code-writer')}---\n${agent('code-reviewer')}`,
       }),
     ).toEqual([
-      'root.yaml:8:18: spec.declarative.modelConfig: unknown model "slow-model" (known: fast, default, default-model-config, Gemini ids such as gemini-2.5-flash); write modelConfig: <a Gemini id>, or register a model "slow-model" in code and name that module with validate --registry',
+      'root.yaml:8:18: spec.declarative.modelConfig: unknown model "slow-model" (known: fast, default, default-model-config, provider ids such as gemini-2.5-flash, openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/llama3.2); write modelConfig: <a provider id>, or register a model "slow-model" in code and name that module with validate --registry',
       'root.yaml:11:62: spec.declarative.tools[0].mcpServer.toolNames[1]: unknown tool "serch" (known: exit_loop, search); did you mean "search"? (or add a RemoteMCPServer or MCPServer manifest named "tools-server")',
       'root.yaml:15:28: spec.declarative.subagents[0].workflow.agents[0].name: no Agent named "code-writter" in D; did you mean "code-writer"? Or add a manifest with kind: Agent and metadata.name: code-writter',
     ]);

@@ -164,8 +164,8 @@ agents:
     expect(await problems(namesFile)).toEqual([
       'F:6:24: agents[0].tools[1]: unknown tool "serch" (known: exit_loop, search); did you mean "search"?',
       'F:6:39: agents[0].tools[3]: tool "search" is listed twice; remove one',
-      'F:8:23: agents[1].model: unknown model "fastt" (known: fast, Gemini ids such as gemini-2.5-flash); did you mean "fast"?',
-      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <one of fast, or a Gemini id such as gemini-2.5-flash>',
+      'F:8:23: agents[1].model: unknown model "fastt" (known: fast, provider ids such as gemini-2.5-flash, openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/llama3.2); did you mean "fast"?',
+      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <one of fast, or a provider id such as gemini-2.5-flash or openai/gpt-4.1>',
     ]);
     // Without registries only what every engine has is known (exit_loop, Gemini ids): an engine given no tools
     // or models could not run the others, so they are problems here as they are at load.
@@ -176,8 +176,8 @@ agents:
       `F:6:31: agents[0].tools[2]: unknown tool "search" (known: exit_loop); ${register('search')}`,
       'F:6:39: agents[0].tools[3]: tool "search" is listed twice; remove one',
       `F:6:39: agents[0].tools[3]: unknown tool "search" (known: exit_loop); ${register('search')}`,
-      'F:8:23: agents[1].model: unknown model "fastt" (known: Gemini ids such as gemini-2.5-flash); write model: <a Gemini id>, or register a model "fastt" in code and name that module with validate --registry',
-      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <a Gemini id such as gemini-2.5-flash>',
+      'F:8:23: agents[1].model: unknown model "fastt" (known: provider ids such as gemini-2.5-flash, openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/llama3.2); write model: <a provider id>, or register a model "fastt" in code and name that module with validate --registry',
+      'F:9:5: agents[2]: no model given and none is registered as "default"; write model: <a provider id such as gemini-2.5-flash or openai/gpt-4.1>',
     ]);
   });
 

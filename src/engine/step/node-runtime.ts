@@ -268,7 +268,7 @@ export class EngineNodeRuntime implements NodeRuntime {
     if (!model) {
       throw new AgentloomError(
         'CONFIG',
-        `model "${name}" is not registered: pass it in createEngine({ models: { "${name}": … } }) or set GEMINI_API_KEY for Gemini models`,
+        `model "${name}" is not registered: pass it in createEngine({ models: { "${name}": … } }) or name it by a provider id such as openai/gpt-4.1 or gemini-2.5-flash`,
         { details: { model: name } },
       );
     }

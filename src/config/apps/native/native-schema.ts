@@ -87,8 +87,14 @@ const workflowSubAgents = (type: string) =>
 export const llmAgentSchema = z.strictObject({
   ...common,
   model: z
-    .string({ error: 'write model as a registered model name or a Gemini id, e.g. model: gemini-2.5-flash' })
-    .min(1, 'write model as a registered model name or a Gemini id, e.g. model: gemini-2.5-flash')
+    .string({
+      error:
+        'write model as a registered model name or a provider id, e.g. model: gemini-2.5-flash or model: openai/gpt-4.1',
+    })
+    .min(
+      1,
+      'write model as a registered model name or a provider id, e.g. model: gemini-2.5-flash or model: openai/gpt-4.1',
+    )
     .optional(),
   instruction: text('instruction', 'Summarise {topic}'),
   globalInstruction: text('globalInstruction', 'Answer in English'),

@@ -1,6 +1,6 @@
 /**
  * Names a declarative file may use for tools and models: what the engine that loads it would have — the built-in
- * tools, Gemini model ids, the `tools` / `models` records given to `createEngine` (or exported by the module
+ * tools, provider model ids (`gemini-…`, `openai/…`, …), the `tools` / `models` records given to `createEngine` (or exported by the module
  * `validate --registry` names), and what the files declare themselves (kagent ModelConfig manifests, see
  * kagent-model-configs.ts). `validate` and the loader check through these same functions, so a file that passes
  * one loads in the other. The built agents keep the names: the engine resolves them at run time from its records,
@@ -8,13 +8,14 @@
  */
 import type { BaseAgent } from '../../../agents/base-agent.js';
 import type { Model } from '../../../models/model.js';
+import { parseModelId } from '../../../models/model-ids.js';
 import { exitLoop } from '../../../tools/exit-loop.js';
 import type { Tool } from '../../../tools/tool.js';
 import { closest } from './yaml-source.js';
 
 /**
- * The tools and models registered in code that a declarative file may name, besides the built-in tools and Gemini
- * ids. An absent record is an empty one: `createEngine({ apps: 'path' })` without `tools` serves only the built-in
+ * The tools and models registered in code that a declarative file may name, besides the built-in tools and provider
+ * model ids. An absent record is an empty one: `createEngine({ apps: 'path' })` without `tools` serves only the built-in
  * tools, so a file naming another fails when loaded, not when its agent first runs.
  */
 export interface Registries {
@@ -31,13 +32,22 @@ export interface DeclarativeApp {
 /** Built-in tools every file may name. */
 export const BUILT_IN_TOOLS: readonly string[] = [exitLoop.name];
 
-/** Gemini model ids resolve at run time (the engine builds the client with its API key). */
-const GEMINI_ID = /^gemini-/;
-
-/** Whether `name` is a Gemini model id (`gemini-2.5-flash`): every engine resolves those. */
-export function isGeminiId(name: string): boolean {
-  return GEMINI_ID.test(name);
+/**
+ * Whether `name` is a provider model id (`gemini-2.5-flash`, `openai/gpt-4.1`, `anthropic/claude-sonnet-4-5`,
+ * `ollama/llama3.2`, `azure/<deployment>`): every engine resolves those, with the keys of its environment.
+ */
+export function isProviderModelId(name: string): boolean {
+  return parseModelId(name) !== undefined;
 }
+
+/** Whether `name` is a Gemini model id (`gemini-2.5-flash`). */
+export function isGeminiId(name: string): boolean {
+  return parseModelId(name)?.provider === 'gemini';
+}
+
+/** How messages name the provider ids. */
+const PROVIDER_IDS =
+  'provider ids such as gemini-2.5-flash, openai/gpt-4.1, anthropic/claude-sonnet-4-5, ollama/llama3.2';
 
 /** How many known names a message lists before `…`. */
 const LISTED = 12;
@@ -73,14 +83,14 @@ export function modelProblem(
   declared: readonly string[] = [],
 ): string | undefined {
   const known = [...Object.keys(registries.models ?? {}), ...declared];
-  const choices = `${known.length > 0 ? `${listed(known)}, ` : ''}Gemini ids such as gemini-2.5-flash`;
+  const choices = `${known.length > 0 ? `${listed(known)}, ` : ''}${PROVIDER_IDS}`;
   if (name === undefined) {
-    const write = known.length > 0 ? `one of ${listed(known)}, or a Gemini id` : 'a Gemini id';
+    const write = known.length > 0 ? `one of ${listed(known)}, or a provider id` : 'a provider id';
     return known.includes('default')
       ? undefined
-      : `no model given and none is registered as "default"; write ${key}: <${write} such as gemini-2.5-flash>`;
+      : `no model given and none is registered as "default"; write ${key}: <${write} such as gemini-2.5-flash or openai/gpt-4.1>`;
   }
-  if (isGeminiId(name) || known.includes(name)) return undefined;
+  if (isProviderModelId(name) || known.includes(name)) return undefined;
   const hint = nearest(name, known);
-  return `unknown model "${name}" (known: ${choices});${hint || ` write ${key}: <a Gemini id>, or register a model "${name}" in code and name that module with validate --registry`}`;
+  return `unknown model "${name}" (known: ${choices});${hint || ` write ${key}: <a provider id>, or register a model "${name}" in code and name that module with validate --registry`}`;
 }
