@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, afterEach } from 'vitest';
-import { createEngine, type Engine, type Event } from '../../src/index.js';
+import { createEngine, type AppDefinition, type Engine, type Event } from '../../src/index.js';
 import { apps } from '../e2e/fixtures/distributed-apps.js';
 import { LEDGER_DDL } from '../e2e/fixtures/ledger.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from './services.js';
@@ -40,7 +40,10 @@ export interface ClusterOptions {
   concurrency?: number;
   /** LOG_LEVEL of the workers. Default 'info'. */
   logLevel?: string;
+  /** The apps module the workers load (and the producer engine serves). Default {@link APPS_MODULE}. */
   appsModule?: string;
+  /** More environment of the workers, e.g. where a scripted server of the test process listens. */
+  env?: Record<string, string>;
 }
 
 /** How a worker process ended. */
@@ -197,6 +200,7 @@ export class Cluster {
     env.AGENTLOOM_QUEUE_PREFIX = o.prefix;
     env.LOG_LEVEL = o.logLevel ?? 'info';
     if (o.ledgerUrl) env.AGENTLOOM_E2E_LEDGER_URL = o.ledgerUrl;
+    Object.assign(env, o.env);
     const worker = new WorkerProcess(`${o.prefix}-w${++this.seq}`, args, env);
     this.workers.push(worker);
     return worker;
@@ -339,14 +343,20 @@ export async function openGate(ledger: pg.Pool, name: string): Promise<void> {
   await ledger.query('INSERT INTO e2e_gates (name) VALUES ($1) ON CONFLICT DO NOTHING', [name]);
 }
 
-/** A producer/reader engine in the test process (no worker, no reconciler) on the cluster's queue. */
+/**
+ * A producer/reader engine in the test process (no worker, no reconciler) on the cluster's queue, serving the
+ * workers' apps module (same definition hashes).
+ */
 export async function producerEngine(options: ClusterOptions): Promise<Engine> {
   const queue =
     (options.queue ?? 'redis') === 'redis'
       ? { redis: options.redisUrl as string, prefix: options.prefix }
       : { postgres: options.databaseUrl, prefix: options.prefix };
+  const served = options.appsModule
+    ? ((await import(options.appsModule)) as { apps: AppDefinition[] }).apps
+    : apps;
   return createEngine({
-    apps,
+    apps: served,
     database: options.databaseUrl,
     queue,
     worker: false,
