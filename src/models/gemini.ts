@@ -61,6 +61,7 @@ interface RetryHint {
 /** Gemini over `@google/genai`, with its own bounded retries of transient errors. */
 export class Gemini implements Model {
   readonly name: string;
+  readonly provider = 'Gemini';
   readonly #client: GoogleGenAI;
   readonly #model: string;
   readonly #baseFetch: Fetch | undefined;

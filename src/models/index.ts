@@ -6,3 +6,4 @@ export * from './openai.js';
 export * from './anthropic.js';
 export * from './model-ids.js';
 export * from './model-factory.js';
+export * from './generation-defaults.js';

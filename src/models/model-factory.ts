@@ -57,16 +57,29 @@ export function createModelForId(id: string, env: ModelEnv): Model {
         baseURL: env.ANTHROPIC_BASE_URL || undefined,
       });
     case 'ollama':
-      return new OpenAIModel({
-        model,
-        apiKey: 'ollama',
-        baseURL: ollamaBaseURL(env.OLLAMA_HOST),
-        maxTokensField: 'max_tokens',
-        provider: 'Ollama',
-      });
+      return ollamaModel(model, env.OLLAMA_HOST);
     case 'gemini':
       return new Gemini({ model, apiKey: env.GEMINI_API_KEY || env.GOOGLE_API_KEY });
   }
+}
+
+/**
+ * A model served by Ollama at `host` (its OLLAMA_HOST form: 'http://localhost:11434' by default, a scheme
+ * optional), through Ollama's OpenAI-compatible API: no key, `max_tokens`.
+ */
+export function ollamaModel(
+  model: string,
+  host: string | undefined,
+  options: { defaultHeaders?: Record<string, string> } = {},
+): OpenAIModel {
+  return new OpenAIModel({
+    ...options,
+    model,
+    apiKey: 'ollama',
+    baseURL: ollamaBaseURL(host),
+    maxTokensField: 'max_tokens',
+    provider: 'Ollama',
+  });
 }
 
 /** Ollama's OpenAI-compatible root: OLLAMA_HOST may lack a scheme ('0.0.0.0:11434', as Ollama itself allows). */

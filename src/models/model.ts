@@ -74,5 +74,7 @@ export interface GenerateOptions {
 export interface Model {
   /** A readable name for logs and errors ('gemini-2.5-flash', 'scripted'). */
   readonly name: string;
+  /** Who serves it ('OpenAI', 'Azure OpenAI', 'Ollama', 'Anthropic', 'Gemini', …), for metrics and errors. */
+  readonly provider?: string;
   generate(request: ModelRequest, options?: GenerateOptions): Promise<ModelResponse>;
 }

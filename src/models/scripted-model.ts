@@ -47,6 +47,7 @@ export interface ScriptedModelOptions {
 /** A deterministic model driven by a `respond` function; what tests, examples and the offline demo use. */
 export class ScriptedModel implements Model {
   readonly name: string;
+  readonly provider = 'scripted';
   /** Every request received, oldest first (deep copies taken when the call was made). */
   readonly requests: ModelRequest[] = [];
   readonly #respond: ScriptedModelOptions['respond'];

@@ -14,9 +14,13 @@ import { freePort, REPO, ServerProcess } from '../support/cli.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 
 function validate(...args: string[]) {
+  return validateWith({}, ...args);
+}
+
+function validateWith(env: Record<string, string | undefined>, ...args: string[]) {
   return spawnSync(process.execPath, ['bin/agentloom.js', 'validate', ...args], {
     encoding: 'utf8',
-    env: { ...process.env, DATABASE_URL: undefined },
+    env: { ...process.env, DATABASE_URL: undefined, ...env },
     timeout: 60_000,
   });
 }
@@ -108,7 +112,7 @@ describe('agentloom validate', () => {
     expect(lines.at(-1)).toBe(`6 problems in ${INVALID}`);
   });
 
-  it('accepts the kagent folder, its modelConfig declared by a Gemini ModelConfig; another provider is reported per manifest', () => {
+  it('accepts the kagent folder, its modelConfig declared by a Gemini ModelConfig; OpenAI needs its key, Bedrock is refused', () => {
     for (const args of [[], ['--registry', REGISTRY]]) {
       const result = validate('examples/kagent', ...args);
       expect(result.status, result.stdout).toBe(0);
@@ -116,21 +120,36 @@ describe('agentloom validate', () => {
         /^ok: examples\/kagent: 1 app: code-development-pipeline \(5 agents, definition [0-9a-f]{12}\)/,
       );
     }
-    // The same folder with a ModelConfig agentloom cannot call: every Agent naming it is reported.
+    // The same folder on OpenAI: the key is read from the environment when the ModelConfig is loaded.
     const folder = join(dir, 'openai');
     cpSync(join(REPO, 'examples/kagent'), folder, { recursive: true });
     const pipeline = join(folder, 'pipeline.yaml');
-    writeFileSync(pipeline, readFileSync(pipeline, 'utf8').replace('provider: Gemini', 'provider: OpenAI'));
-    const strict = validate(folder);
-    expect(strict.status).toBe(1);
-    const lines = strict.stdout.trim().split('\n');
-    expect(lines).toHaveLength(5);
-    expect(lines[0]).toMatch(
+    const gemini = readFileSync(pipeline, 'utf8');
+    writeFileSync(
+      pipeline,
+      gemini.replace('provider: Gemini', 'provider: OpenAI').replace('gemini-2.5-flash', 'gpt-4.1'),
+    );
+    const withoutKey = validateWith({ OPENAI_API_KEY: undefined }, folder);
+    expect(withoutKey.status).toBe(1);
+    expect(withoutKey.stdout.trim().split('\n')).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^${pipeline}:\\d+:\\d+: spec\\.provider: the environment has no variable OPENAI_API_KEY \\(provider OpenAI reads its key from OPENAI_API_KEY, or from the variable apiKeySecretKey names\\): set it$`,
+        ),
+      ),
+      `1 problem in ${folder}`,
+    ]);
+    expect(validateWith({ OPENAI_API_KEY: 'sk-test' }, folder).status).toBe(0);
+    // A provider kagent has and agentloom does not call: one line-precise problem on the manifest.
+    writeFileSync(pipeline, gemini.replace('provider: Gemini', 'provider: Bedrock'));
+    const bedrock = validate(folder);
+    expect(bedrock.status).toBe(1);
+    expect(bedrock.stdout).toMatch(
       new RegExp(
-        `^${join(folder, 'agents.yaml')}:11:18: spec\\.declarative\\.modelConfig: ModelConfig "default-model-config" \\(${pipeline}:\\d+\\) uses provider OpenAI, which agentloom cannot call: write provider: Gemini and model: gemini-2\\.5-flash there, or register a model "default-model-config" in code and name that module with validate --registry$`,
+        `^${pipeline}:\\d+:\\d+: spec\\.provider: provider Bedrock is not supported by agentloom: write one of OpenAI, AzureOpenAI, Anthropic, Ollama, Gemini$`,
+        'm',
       ),
     );
-    expect(lines.at(-1)).toBe(`4 problems in ${folder}`);
   });
 
   it('exits 2 when the path does not exist', () => {

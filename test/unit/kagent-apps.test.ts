@@ -408,7 +408,7 @@ spec:
   it('skips other kagent kinds and reports unknown ones', async () => {
     const other = 'apiVersion: kagent.dev/v1alpha2\nkind: Agnet\nmetadata: { name: x }\n';
     const model =
-      'apiVersion: kagent.dev/v1alpha2\nkind: ModelConfig\nmetadata: { name: m }\nspec: { provider: Gemini }\n';
+      'apiVersion: kagent.dev/v1alpha2\nkind: ModelConfig\nmetadata: { name: m }\nspec: { provider: Gemini, model: gemini-2.5-flash }\n';
     expect(await problems({ 'a.yaml': `${agent('boss')}---\n${model}---\n${other}` })).toEqual([
       'a.yaml:15:7: kind: agentloom reads kagent.dev manifests of kind Agent (and skips ModelConfig, RemoteMCPServer, MCPServer, ToolServer, Memory); did you mean "Agent"?',
     ]);

@@ -176,7 +176,7 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
       found.kagent,
       registries,
       path,
-      ModelConfigs.read(found.modelConfigs),
+      await ModelConfigs.read(found.modelConfigs),
       McpServers.read(found.mcpServers),
     );
     problems.push(...result.problems);

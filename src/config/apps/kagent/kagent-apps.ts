@@ -25,6 +25,7 @@ import { AgentloomError } from '../../../core/errors.js';
 import { AgentTool } from '../../../agents/agent-tool.js';
 import { McpToolset } from '../../../tools/mcp/mcp-toolset.js';
 import type { Tool } from '../../../tools/tool.js';
+import type { Model } from '../../../models/model.js';
 import type { Toolset } from '../../../tools/toolset.js';
 import { McpServers } from './kagent-mcp-servers.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
@@ -64,9 +65,9 @@ function checkNames(
   const modelConfig = field(declarative, 'modelConfig');
   if (modelConfig === undefined || typeof modelConfig === 'string') {
     const registered = modelConfig !== undefined && Object.hasOwn(registries.models ?? {}, modelConfig);
-    const problem =
-      (modelConfig !== undefined && !registered ? modelConfigs.unusable(modelConfig) : undefined) ??
-      modelProblem(modelConfig, registries, 'modelConfig', modelConfigs.usable());
+    const problem = registered
+      ? undefined
+      : modelProblem(modelConfig, registries, 'modelConfig', modelConfigs.names());
     const at = modelConfig === undefined ? declarativePath : [...declarativePath, 'modelConfig'];
     if (problem) problems.push(source.problem(at, problem));
   }
@@ -106,7 +107,7 @@ class Builder {
   constructor(
     private readonly links: ManifestLinks,
     /** The model an Agent's `modelConfig` builds with. */
-    private readonly modelFor: (modelConfig: string) => string,
+    private readonly modelFor: (modelConfig: string) => Model | string,
     private readonly mcpServers: McpServers,
   ) {}
 
@@ -178,7 +179,7 @@ export function readKagentApp(
   modelConfigs: ModelConfigs = ModelConfigs.none,
   mcpServers: McpServers = McpServers.none,
 ): { app?: DeclarativeApp; problems: ConfigProblem[] } {
-  const problems: ConfigProblem[] = [...mcpServers.problems()];
+  const problems: ConfigProblem[] = [...modelConfigs.problems(), ...mcpServers.problems()];
   const manifests: Manifest[] = [];
   const invalid: InvalidManifest[] = [];
   for (const source of sources) {
