@@ -8,15 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { checkAppsYaml, formatProblem } from '../../src/config/apps/load-apps.js';
-import type {
-  LlmAgent} from '../../src/index.js';
-import {
-  AnthropicModel,
-  Gemini,
-  OpenAIModel,
-  type Model,
-  type ModelRequest,
-} from '../../src/index.js';
+import type { LlmAgent } from '../../src/index.js';
+import { AnthropicModel, Gemini, OpenAIModel, type Model, type ModelRequest } from '../../src/index.js';
 
 const root = mkdtempSync(join(tmpdir(), 'agentloom-modelconfig-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
