@@ -78,21 +78,21 @@ export class StepMetrics {
     });
     this.modelCalls = new Counter({
       name: 'agentloom_model_calls_total',
-      help: 'Model calls made by this process, by model and outcome (ok, error)',
-      labelNames: ['model', 'outcome'],
+      help: 'Model calls made by this process, by provider, model and outcome (ok, error)',
+      labelNames: ['provider', 'model', 'outcome'],
       registers,
     });
     this.modelDuration = new Histogram({
       name: 'agentloom_model_call_duration_seconds',
-      help: 'Latency of a model call, in seconds, by model and outcome',
-      labelNames: ['model', 'outcome'],
+      help: 'Latency of a model call, in seconds, by provider, model and outcome',
+      labelNames: ['provider', 'model', 'outcome'],
       buckets: BUCKETS,
       registers,
     });
     this.modelTokens = new Counter({
       name: 'agentloom_model_tokens_total',
-      help: 'Tokens of model calls as the provider reports them, by model and kind (prompt, output)',
-      labelNames: ['model', 'kind'],
+      help: 'Tokens of model calls as the provider reports them, by provider, model and kind (prompt, output, cached: the part of prompt served from the provider’s cache)',
+      labelNames: ['provider', 'model', 'kind'],
       registers,
     });
     this.toolCalls = new Counter({
@@ -127,12 +127,14 @@ export class StepMetrics {
         this.stepDuration.observe({ outcome: step.outcome }, step.durationMs / 1000);
       },
       onModelCall: (call) => {
-        const labels = { model: call.model, outcome: call.outcome };
+        const model = { provider: call.provider, model: call.model };
+        const labels = { ...model, outcome: call.outcome };
         this.modelCalls.inc(labels);
         this.modelDuration.observe(labels, call.durationMs / 1000);
-        const { promptTokens, outputTokens } = call.usage ?? {};
-        if (promptTokens) this.modelTokens.inc({ model: call.model, kind: 'prompt' }, promptTokens);
-        if (outputTokens) this.modelTokens.inc({ model: call.model, kind: 'output' }, outputTokens);
+        const { promptTokens, outputTokens, cachedTokens } = call.usage ?? {};
+        if (promptTokens) this.modelTokens.inc({ ...model, kind: 'prompt' }, promptTokens);
+        if (outputTokens) this.modelTokens.inc({ ...model, kind: 'output' }, outputTokens);
+        if (cachedTokens) this.modelTokens.inc({ ...model, kind: 'cached' }, cachedTokens);
       },
       onToolCall: (call) => {
         const labels = { tool: call.tool, outcome: call.outcome };

@@ -10,7 +10,7 @@ import { createEngine } from '../../src/index.js';
 import { WorkerProcess } from '../support/cluster.js';
 import { parseExposition, value } from '../support/prometheus-text.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
-import { apps, models, OUTPUT_TOKENS, PROMPT_TOKENS, tools } from './fixtures/metrics-apps.js';
+import { apps, CACHED_TOKENS, models, OUTPUT_TOKENS, PROMPT_TOKENS, tools } from './fixtures/metrics-apps.js';
 
 const APPS_MODULE = join(resolve(import.meta.dirname), 'fixtures/metrics-apps.ts');
 const databaseUrl = await createTestDatabase();
@@ -97,7 +97,7 @@ describe('agentloom worker --metrics-port', () => {
     const steps = value(after, 'agentloom_steps_total', { outcome: 'completed' });
     expect(steps - stepsBefore).toBe(1);
     expect(value(after, 'agentloom_step_duration_seconds_count', { outcome: 'completed' })).toBe(steps);
-    const model = { model: 'metered', outcome: 'ok' };
+    const model = { provider: 'Acme', model: 'metered', outcome: 'ok' };
     expect(value(after, 'agentloom_model_calls_total', model)).toBe(2);
     expect(value(after, 'agentloom_model_call_duration_seconds_count', model)).toBe(2);
     expect(value(after, 'agentloom_model_tokens_total', { model: 'metered', kind: 'prompt' })).toBe(
@@ -106,6 +106,9 @@ describe('agentloom worker --metrics-port', () => {
     expect(value(after, 'agentloom_model_tokens_total', { model: 'metered', kind: 'output' })).toBe(
       2 * OUTPUT_TOKENS,
     );
+    expect(
+      value(after, 'agentloom_model_tokens_total', { provider: 'Acme', model: 'metered', kind: 'cached' }),
+    ).toBe(2 * CACHED_TOKENS);
     expect(value(after, 'agentloom_tool_calls_total', { tool: 'lookup', outcome: 'ok' })).toBe(1);
     expect(
       value(after, 'agentloom_tool_call_duration_seconds_count', { tool: 'lookup', outcome: 'ok' }),

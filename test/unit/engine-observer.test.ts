@@ -68,8 +68,14 @@ describe('engine observer adapters', () => {
     fail = true;
     await expect(model.generate(request('writer'))).rejects.toThrow('provider down');
     expect(seen.models).toMatchObject([
-      { model: 'm1', agent: 'writer', outcome: 'ok', usage: { promptTokens: 5, outputTokens: 2 } },
-      { model: 'm1', agent: 'writer', outcome: 'error' },
+      {
+        model: 'm1',
+        provider: 'unknown',
+        agent: 'writer',
+        outcome: 'ok',
+        usage: { promptTokens: 5, outputTokens: 2 },
+      },
+      { model: 'm1', provider: 'unknown', agent: 'writer', outcome: 'error' },
     ]);
     expect(seen.models[0]?.durationMs).toBeGreaterThanOrEqual(0);
     // Nothing observes: the registry is handed over untouched.
@@ -154,10 +160,11 @@ describe('StepMetrics', () => {
     observer.onStep?.({ ...step, outcome: 'superseded', durationMs: 2 });
     observer.onModelCall?.({
       model: 'm1',
+      provider: 'OpenAI',
       agent: 'a',
       outcome: 'ok',
       durationMs: 250,
-      usage: { promptTokens: 11, outputTokens: 4 },
+      usage: { promptTokens: 11, outputTokens: 4, cachedTokens: 3 },
     });
     observer.onToolCall?.({ tool: 't1', agent: 'a', outcome: 'error', durationMs: 40 });
     const text = await metrics.registry.metrics();
@@ -171,11 +178,12 @@ describe('StepMetrics', () => {
     expect(text).toMatch(/^agentloom_steps_total\{outcome="superseded"\} 1$/m);
     expect(text).toMatch(/^agentloom_steps_total\{outcome="failed"\} 0$/m);
     expect(text).toMatch(/^agentloom_step_duration_seconds_sum\{outcome="completed"\} 0\.008$/m);
-    expect(text).toMatch(/^agentloom_model_calls_total\{model="m1",outcome="ok"\} 1$/m);
-    expect(text).toMatch(/^agentloom_model_tokens_total\{model="m1",kind="prompt"\} 11$/m);
-    expect(text).toMatch(/^agentloom_model_tokens_total\{model="m1",kind="output"\} 4$/m);
+    expect(text).toMatch(/^agentloom_model_calls_total\{provider="OpenAI",model="m1",outcome="ok"\} 1$/m);
+    expect(text).toMatch(/^agentloom_model_tokens_total\{provider="OpenAI",model="m1",kind="prompt"\} 11$/m);
+    expect(text).toMatch(/^agentloom_model_tokens_total\{provider="OpenAI",model="m1",kind="output"\} 4$/m);
+    expect(text).toMatch(/^agentloom_model_tokens_total\{provider="OpenAI",model="m1",kind="cached"\} 3$/m);
     expect(text).toMatch(
-      /^agentloom_model_call_duration_seconds_bucket\{le="0\.25",model="m1",outcome="ok"\} 1$/m,
+      /^agentloom_model_call_duration_seconds_bucket\{le="0\.25",provider="OpenAI",model="m1",outcome="ok"\} 1$/m,
     );
     expect(text).toMatch(/^agentloom_tool_calls_total\{tool="t1",outcome="error"\} 1$/m);
   });

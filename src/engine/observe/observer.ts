@@ -47,8 +47,10 @@ export interface StepRun {
 
 /** One model call. */
 export interface ModelCallEnd {
-  /** The model's name (`gemini-2.5-flash`, `scripted`). */
+  /** The model's name (`gemini-2.5-flash`, `gpt-4.1`, `scripted`). */
   model: string;
+  /** Who serves it (`Model.provider`: 'OpenAI', 'Anthropic', 'Gemini', …; 'unknown' when the model says not). */
+  provider: string;
   /** The agent that called it. */
   agent: string;
   outcome: 'ok' | 'error';
@@ -150,6 +152,7 @@ export function observeModel(model: Model, observer: EngineObserver | undefined,
   const onModelCall = observer.onModelCall.bind(observer);
   return {
     name: model.name,
+    ...(model.provider !== undefined ? { provider: model.provider } : {}),
     async generate(request, options) {
       const started = performance.now();
       const end = (outcome: 'ok' | 'error', usage?: ModelUsage): void =>
@@ -157,6 +160,7 @@ export function observeModel(model: Model, observer: EngineObserver | undefined,
           onModelCall,
           {
             model: model.name,
+            provider: model.provider ?? 'unknown',
             agent: request.agentName,
             outcome,
             durationMs: performance.now() - started,
