@@ -7,14 +7,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Content } from '../../src/core/content.js';
-import { AgentloomError } from '../../src/core/errors.js';
-import {
-  AnthropicModel,
-  createModelForId,
-  type AnthropicModelOptions,
-  type ModelRequest,
-  type ToolDeclaration,
-} from '../../src/models/index.js';
+import { AnthropicModel, createModelForId, type AnthropicModelOptions } from '../../src/models/index.js';
 import {
   anthropicError,
   anthropicMessage,
@@ -23,6 +16,7 @@ import {
   type ScriptedWireServer,
 } from '../support/anthropic-wire.js';
 import { waitFor } from '../support/wait-for.js';
+import { failure, modelRequest, NOW_TOOL, textOf, WEATHER_TOOL } from '../support/model-calls.js';
 
 const KEY = 'sk-ant-test-9d8c7b6a5f4e3d2c1b0a';
 
@@ -49,40 +43,10 @@ function anthropic(options: Partial<AnthropicModelOptions> = {}): AnthropicModel
   });
 }
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    systemInstruction: '',
-    contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
-    tools: [],
-    agentName: 'agent',
-    callIndex: 0,
-    state: {},
-    ...overrides,
-  };
-}
-
-const weather: ToolDeclaration = {
-  name: 'get_weather',
-  description: 'Weather of a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-};
-const now: ToolDeclaration = { name: 'now', description: 'The current time' };
-
 /** The key as the SDK sends it: `x-api-key`, or (as @anthropic-ai/sdk 1.x does) `Authorization: Bearer`. */
 function keySent(headers: IncomingHttpHeaders | undefined): string | undefined {
   const bearer = headers?.authorization?.replace(/^Bearer /, '');
   return (headers?.['x-api-key'] as string | undefined) ?? bearer;
-}
-
-const textOf = (content: Content): string => content.parts.map((p) => p.text ?? '').join('');
-
-async function failure(promise: Promise<unknown>): Promise<AgentloomError> {
-  const err: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentloomError);
-  return err as AgentloomError;
 }
 
 describe('AnthropicModel over a local Messages server', () => {
@@ -95,7 +59,7 @@ describe('AnthropicModel over a local Messages server', () => {
     );
     const ask: Content = { role: 'user', parts: [{ text: 'Weather in Paris?' }] };
     const first = await model.generate(
-      request({ systemInstruction: 'You are terse.', contents: [ask], tools: [weather, now] }),
+      modelRequest({ systemInstruction: 'You are terse.', contents: [ask], tools: [WEATHER_TOOL, NOW_TOOL] }),
     );
     expect(first.content).toEqual({
       role: 'model',
@@ -114,7 +78,7 @@ describe('AnthropicModel over a local Messages server', () => {
       system: 'You are terse.',
       messages: [{ role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] }],
       tools: [
-        { name: 'get_weather', description: 'Weather of a city', input_schema: weather.parameters },
+        { name: 'get_weather', description: 'Weather of a city', input_schema: WEATHER_TOOL.parameters },
         { name: 'now', description: 'The current time', input_schema: { type: 'object', properties: {} } },
       ],
     });
@@ -125,7 +89,7 @@ describe('AnthropicModel over a local Messages server', () => {
       parts: [{ functionResponse: { id: 'toolu_01', name: 'get_weather', response: { forecast: 'sunny' } } }],
     };
     const second = await model.generate(
-      request({ tools: [weather], contents: [ask, first.content, result] }),
+      modelRequest({ tools: [WEATHER_TOOL], contents: [ask, first.content, result] }),
     );
     expect(textOf(second.content)).toBe('Sunny in Paris.');
     expect(server.requests[1]?.body.messages).toEqual([
@@ -152,7 +116,7 @@ describe('AnthropicModel over a local Messages server', () => {
       }),
     );
     const model = anthropic();
-    const first = await model.generate(request({ tools: [weather] }));
+    const first = await model.generate(modelRequest({ tools: [WEATHER_TOOL] }));
     expect(first.content.parts).toEqual([
       { text: 'Checking both.' },
       { functionCall: { id: 'toolu_1', name: 'get_weather', args: { city: 'Paris' } } },
@@ -161,8 +125,8 @@ describe('AnthropicModel over a local Messages server', () => {
 
     server.reply(anthropicMessage({ blocks: [{ text: 'Paris sunny, Oslo snowy.' }] }));
     await model.generate(
-      request({
-        tools: [weather],
+      modelRequest({
+        tools: [WEATHER_TOOL],
         contents: [
           { role: 'user', parts: [{ text: 'Paris and Oslo?' }] },
           first.content,
@@ -199,7 +163,7 @@ describe('AnthropicModel over a local Messages server', () => {
       }),
     );
     const partials: Content[] = [];
-    const res = await anthropic().generate(request({ tools: [weather, now] }), {
+    const res = await anthropic().generate(modelRequest({ tools: [WEATHER_TOOL, NOW_TOOL] }), {
       onPartial: (p) => partials.push(p),
     });
     expect(server.requests[0]?.body.stream).toBe(true);
@@ -234,7 +198,7 @@ describe('AnthropicModel over a local Messages server', () => {
       }),
     );
     const model = anthropic();
-    const first = await model.generate(request({ tools: [weather] }));
+    const first = await model.generate(modelRequest({ tools: [WEATHER_TOOL] }));
     expect(first.content.parts[0]).toEqual({
       text: 'Paris first.',
       thought: true,
@@ -243,8 +207,8 @@ describe('AnthropicModel over a local Messages server', () => {
 
     server.reply(anthropicMessage({ blocks: [{ text: 'Sunny.' }] }));
     await model.generate(
-      request({
-        tools: [weather],
+      modelRequest({
+        tools: [WEATHER_TOOL],
         contents: [
           { role: 'user', parts: [{ text: 'Weather?' }] },
           { role: 'model', parts: [{ text: 'an unsigned thought of another model', thought: true }] },
@@ -279,11 +243,11 @@ describe('AnthropicModel over a local Messages server', () => {
         usage: { input: 20, output: 7, cacheRead: 2048 },
       }),
     );
-    const res = await anthropic().generate(request());
+    const res = await anthropic().generate(modelRequest());
     expect(res.usage).toEqual({ promptTokens: 2068, outputTokens: 7, totalTokens: 2075, cachedTokens: 2048 });
     expect(res.finishReason).toBe('MAX_TOKENS');
     server.reply(anthropicMessage({ blocks: [], stopReason: 'refusal' }));
-    expect((await anthropic().generate(request())).finishReason).toBe('SAFETY');
+    expect((await anthropic().generate(modelRequest())).finishReason).toBe('SAFETY');
   });
 
   it('passes generation settings through with their Anthropic names (max_tokens overridable)', async () => {
@@ -296,7 +260,7 @@ describe('AnthropicModel over a local Messages server', () => {
       stopSequences: ['END'],
       safetySettings: [],
     };
-    await anthropic().generate(request({ generateContentConfig }));
+    await anthropic().generate(modelRequest({ generateContentConfig }));
     const body = server.requests[0]?.body;
     expect(body).toMatchObject({
       temperature: 0.2,
@@ -315,7 +279,7 @@ describe('AnthropicModel over a local Messages server', () => {
         blocks: [{ toolUse: { id: 'toolu_so', name: 'structured_output', input: { title: 'Dune' } } }],
       }),
     );
-    const res = await anthropic().generate(request({ responseSchema: schema, tools: [weather] }));
+    const res = await anthropic().generate(modelRequest({ responseSchema: schema, tools: [WEATHER_TOOL] }));
     expect(res.content.parts).toEqual([{ text: '{"title":"Dune"}' }]);
     expect(res.finishReason).toBe('STOP');
     const body = server.requests[0]?.body;
@@ -332,7 +296,7 @@ describe('AnthropicModel over a local Messages server', () => {
         blocks: [{ toolUse: { id: 'toolu_a', name: 'structured_output', input: { value: ['a', 'b'] } } }],
       }),
     );
-    const res = await anthropic().generate(request({ responseSchema: schema }));
+    const res = await anthropic().generate(modelRequest({ responseSchema: schema }));
     expect(JSON.parse(textOf(res.content))).toEqual(['a', 'b']);
     const tools = server.requests[0]?.body.tools as { input_schema: unknown }[];
     expect(tools[0]?.input_schema).toEqual({
@@ -350,7 +314,7 @@ describe('AnthropicModel over a local Messages server', () => {
       anthropicMessage({ blocks: [{ text: 'after waiting' }] }),
     );
     const started = Date.now();
-    const res = await anthropic({ maxBackoffMs: 5000 }).generate(request());
+    const res = await anthropic({ maxBackoffMs: 5000 }).generate(modelRequest());
     expect(textOf(res.content)).toBe('after waiting');
     expect(server.count).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
@@ -362,7 +326,7 @@ describe('AnthropicModel over a local Messages server', () => {
       { kind: 'drop' },
       anthropicMessage({ blocks: [{ text: 'third time' }] }),
     );
-    expect(textOf((await anthropic().generate(request())).content)).toBe('third time');
+    expect(textOf((await anthropic().generate(modelRequest())).content)).toBe('third time');
     expect(server.count).toBe(3);
     server.reset();
     server.reply(
@@ -373,7 +337,9 @@ describe('AnthropicModel over a local Messages server', () => {
       anthropicStream({ blocks: [{ text: ['whole'] }] }),
     );
     const partials: Content[] = [];
-    const res = await anthropic().generate(request({ tools: [now] }), { onPartial: (p) => partials.push(p) });
+    const res = await anthropic().generate(modelRequest({ tools: [NOW_TOOL] }), {
+      onPartial: (p) => partials.push(p),
+    });
     expect(textOf(res.content)).toBe('whole');
     expect(partials.some((p) => p.parts.some((part) => part.functionCall))).toBe(false);
     expect(server.count).toBe(2);
@@ -381,7 +347,7 @@ describe('AnthropicModel over a local Messages server', () => {
 
   it('fails a 400 at once with a clear error naming provider, model and the provider’s message, never the key', async () => {
     server.reply(anthropicError(400, 'invalid_request_error', 'max_tokens: Field required'));
-    const err = await failure(anthropic().generate(request()));
+    const err = await failure(anthropic().generate(modelRequest()));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('Anthropic');
@@ -397,7 +363,7 @@ describe('AnthropicModel over a local Messages server', () => {
 
   it('redacts the key when the provider’s 401 message echoes it', async () => {
     server.reply(anthropicError(401, 'authentication_error', `invalid x-api-key: ${KEY}`));
-    const err = await failure(anthropic().generate(request()));
+    const err = await failure(anthropic().generate(modelRequest()));
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('[redacted]');
     expect(`${err.message} ${JSON.stringify(err.details)} ${(err.cause as Error).message}`).not.toContain(
@@ -409,7 +375,7 @@ describe('AnthropicModel over a local Messages server', () => {
   it('cancels: the signal aborts the HTTP request in flight (the server sees the socket close) → CANCELLED', async () => {
     server.reply({ kind: 'hang' });
     const controller = new AbortController();
-    const pending = anthropic().generate(request({ signal: controller.signal }));
+    const pending = anthropic().generate(modelRequest({ signal: controller.signal }));
     await waitFor(() => server.count === 1, { what: 'the request to arrive' });
     controller.abort();
     const err = await failure(pending);
@@ -425,7 +391,7 @@ describe('AnthropicModel over a local Messages server', () => {
       ANTHROPIC_API_KEY: KEY,
       ANTHROPIC_BASE_URL: server.url,
     });
-    expect(textOf((await model.generate(request())).content)).toBe('hello');
+    expect(textOf((await model.generate(modelRequest())).content)).toBe('hello');
     expect(server.requests[0]?.body.model).toBe('claude-sonnet-4-6');
     expect(keySent(server.requests[0]?.headers)).toBe(KEY);
   });

@@ -7,7 +7,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
 import type { Content } from '../../src/core/content.js';
-import { Gemini, type GeminiOptions, type ModelRequest } from '../../src/models/index.js';
+import { Gemini, type GeminiOptions } from '../../src/models/index.js';
+import { failure, modelRequest } from '../support/model-calls.js';
 
 interface Seen {
   method: string;
@@ -88,18 +89,6 @@ function gemini(options: Partial<GeminiOptions> = {}): Gemini {
   });
 }
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    systemInstruction: '',
-    contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
-    tools: [],
-    agentName: 'agent',
-    callIndex: 0,
-    state: {},
-    ...overrides,
-  };
-}
-
 function modelParts(parts: unknown[], extra: Record<string, unknown> = {}): Reply {
   return {
     kind: 'json',
@@ -115,19 +104,10 @@ function textOf(content: Content): string {
   return content.parts.map((p) => p.text ?? '').join('');
 }
 
-async function failure(promise: Promise<unknown>): Promise<AgentloomError> {
-  const err: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentloomError);
-  return err as AgentloomError;
-}
-
 describe('Gemini over a local Gemini REST server', () => {
   it('returns plain text with finish reason and usage, sending contents and the API key', async () => {
     replies.push(modelParts([{ text: 'Hello there' }]));
-    const res = await gemini().generate(request());
+    const res = await gemini().generate(modelRequest());
     expect(res.content).toEqual({ role: 'model', parts: [{ text: 'Hello there' }] });
     expect(res.finishReason).toBe('STOP');
     expect(res.usage).toEqual({ promptTokens: 7, outputTokens: 3, totalTokens: 10 });
@@ -140,7 +120,7 @@ describe('Gemini over a local Gemini REST server', () => {
 
   it('uses the request model over the default one', async () => {
     replies.push(modelParts([{ text: 'ok' }]));
-    await gemini().generate(request({ model: 'gemini-other' }));
+    await gemini().generate(modelRequest({ model: 'gemini-other' }));
     expect(seen[0]?.path).toBe('/v1beta/models/gemini-other:generateContent');
   });
 
@@ -149,7 +129,7 @@ describe('Gemini over a local Gemini REST server', () => {
     const tools = [{ name: 'get_weather', description: 'Weather of a city', parameters }];
     replies.push(modelParts([{ functionCall: { name: 'get_weather', args: { city: 'Paris' } } }]));
     const model = gemini();
-    const first = await model.generate(request({ tools }));
+    const first = await model.generate(modelRequest({ tools }));
     const call = first.content.parts[0]?.functionCall;
     expect(call).toMatchObject({ name: 'get_weather', args: { city: 'Paris' } });
     expect(call?.id).toMatch(/^call_/);
@@ -163,7 +143,7 @@ describe('Gemini over a local Gemini REST server', () => {
     replies.push(modelParts([{ text: 'Sunny in Paris.' }]));
     const functionResponse = { id: call?.id, name: 'get_weather', response: { forecast: 'sunny' } };
     const second = await model.generate(
-      request({
+      modelRequest({
         tools,
         contents: [
           { role: 'user', parts: [{ text: 'Weather in Paris?' }] },
@@ -186,7 +166,7 @@ describe('Gemini over a local Gemini REST server', () => {
   it('sends the system instruction and passes generateContentConfig through', async () => {
     replies.push(modelParts([{ text: 'ok' }]));
     await gemini().generate(
-      request({ systemInstruction: 'You are terse.', generateContentConfig: { temperature: 0.25 } }),
+      modelRequest({ systemInstruction: 'You are terse.', generateContentConfig: { temperature: 0.25 } }),
     );
     expect(seen[0]?.body).toMatchObject({
       systemInstruction: { parts: [{ text: 'You are terse.' }] },
@@ -198,7 +178,7 @@ describe('Gemini over a local Gemini REST server', () => {
     const schema = { type: 'object', properties: { title: { type: 'string' } }, required: ['title'] };
     replies.push(modelParts([{ text: '{"title":"Dune"}' }]));
     const res = await gemini().generate(
-      request({
+      modelRequest({
         responseSchema: schema,
         tools: [{ name: 'search', description: 'Search' }],
       }),
@@ -216,7 +196,7 @@ describe('Gemini over a local Gemini REST server', () => {
       { kind: 'json', status: 429, headers: { 'retry-after': '0' }, body: rateLimited() },
       modelParts([{ text: 'after retry' }]),
     );
-    const res = await gemini().generate(request());
+    const res = await gemini().generate(modelRequest());
     expect(textOf(res.content)).toBe('after retry');
     expect(seen).toHaveLength(2);
   });
@@ -227,7 +207,7 @@ describe('Gemini over a local Gemini REST server', () => {
       modelParts([{ text: 'after waiting' }]),
     );
     const started = Date.now();
-    const res = await gemini({ maxBackoffMs: 5000 }).generate(request());
+    const res = await gemini({ maxBackoffMs: 5000 }).generate(modelRequest());
     expect(textOf(res.content)).toBe('after waiting');
     expect(seen).toHaveLength(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(950);
@@ -239,7 +219,7 @@ describe('Gemini over a local Gemini REST server', () => {
       modelParts([{ text: 'after retry info' }]),
     );
     const started = Date.now();
-    const res = await gemini({ maxBackoffMs: 1000 }).generate(request());
+    const res = await gemini({ maxBackoffMs: 1000 }).generate(modelRequest());
     expect(textOf(res.content)).toBe('after retry info');
     expect(seen).toHaveLength(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
@@ -247,7 +227,7 @@ describe('Gemini over a local Gemini REST server', () => {
 
   it('retries a dropped connection', async () => {
     replies.push({ kind: 'drop' }, modelParts([{ text: 'reconnected' }]));
-    const res = await gemini().generate(request());
+    const res = await gemini().generate(modelRequest());
     expect(textOf(res.content)).toBe('reconnected');
     expect(seen).toHaveLength(2);
   });
@@ -255,7 +235,7 @@ describe('Gemini over a local Gemini REST server', () => {
   it('gives up after maxAttempts on 503 with a retryable MODEL_ERROR (and the SDK does not retry too)', async () => {
     const unavailable = { error: { code: 503, message: 'overloaded', status: 'UNAVAILABLE' } };
     for (let i = 0; i < 5; i++) replies.push({ kind: 'json', status: 503, body: unavailable });
-    const err = await failure(gemini({ maxAttempts: 3 }).generate(request()));
+    const err = await failure(gemini({ maxAttempts: 3 }).generate(modelRequest()));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.retryable).toBe(true);
     expect(err.details).toEqual({ status: 503, model: 'gemini-test' });
@@ -267,7 +247,7 @@ describe('Gemini over a local Gemini REST server', () => {
   it('does not retry a 400 and throws a non-retryable MODEL_ERROR', async () => {
     const invalid = { error: { code: 400, message: 'Invalid JSON payload', status: 'INVALID_ARGUMENT' } };
     replies.push({ kind: 'json', status: 400, body: invalid }, modelParts([{ text: 'never' }]));
-    const err = await failure(gemini().generate(request()));
+    const err = await failure(gemini().generate(modelRequest()));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.retryable).toBe(false);
     expect(err.details).toMatchObject({ status: 400 });
@@ -291,7 +271,7 @@ describe('Gemini over a local Gemini REST server', () => {
       ],
     });
     const partials: Content[] = [];
-    const res = await gemini().generate(request(), { onPartial: (p) => partials.push(p) });
+    const res = await gemini().generate(modelRequest(), { onPartial: (p) => partials.push(p) });
     expect(seen[0]?.path).toBe('/v1beta/models/gemini-test:streamGenerateContent');
     expect(seen[0]?.query.get('alt')).toBe('sse');
     expect(partials.length).toBeGreaterThanOrEqual(2);
@@ -310,7 +290,7 @@ describe('Gemini over a local Gemini REST server', () => {
     replies.push(modelParts([{ text: 'never' }]));
     const controller = new AbortController();
     controller.abort();
-    const err = await failure(gemini().generate(request({ signal: controller.signal })));
+    const err = await failure(gemini().generate(modelRequest({ signal: controller.signal })));
     expect(err.code).toBe('CANCELLED');
     expect(seen).toHaveLength(0);
   });
@@ -318,7 +298,7 @@ describe('Gemini over a local Gemini REST server', () => {
   it('rejects with CANCELLED when aborted while backing off', async () => {
     replies.push({ kind: 'json', status: 429, body: rateLimited('30s') }, modelParts([{ text: 'never' }]));
     const controller = new AbortController();
-    const pending = gemini({ maxBackoffMs: 60_000 }).generate(request({ signal: controller.signal }));
+    const pending = gemini({ maxBackoffMs: 60_000 }).generate(modelRequest({ signal: controller.signal }));
     setTimeout(() => controller.abort(), 50);
     const err = await failure(pending);
     expect(err.code).toBe('CANCELLED');

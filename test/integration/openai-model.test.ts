@@ -6,14 +6,7 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Content } from '../../src/core/content.js';
-import { AgentloomError } from '../../src/core/errors.js';
-import {
-  createModelForId,
-  OpenAIModel,
-  type ModelRequest,
-  type OpenAIModelOptions,
-  type ToolDeclaration,
-} from '../../src/models/index.js';
+import { createModelForId, OpenAIModel, type OpenAIModelOptions } from '../../src/models/index.js';
 import {
   chatCompletion,
   chatCompletionStream,
@@ -22,6 +15,7 @@ import {
   type ScriptedWireServer,
 } from '../support/openai-wire.js';
 import { waitFor } from '../support/wait-for.js';
+import { failure, modelRequest, NOW_TOOL, textOf, WEATHER_TOOL } from '../support/model-calls.js';
 
 const KEY = 'sk-test-5f3c9a1e7b2d4c6a8e0f';
 
@@ -48,36 +42,6 @@ function openai(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
   });
 }
 
-function request(overrides: Partial<ModelRequest> = {}): ModelRequest {
-  return {
-    systemInstruction: '',
-    contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
-    tools: [],
-    agentName: 'agent',
-    callIndex: 0,
-    state: {},
-    ...overrides,
-  };
-}
-
-const weather: ToolDeclaration = {
-  name: 'get_weather',
-  description: 'Weather of a city',
-  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
-};
-const now: ToolDeclaration = { name: 'now', description: 'The current time' };
-
-const textOf = (content: Content): string => content.parts.map((p) => p.text ?? '').join('');
-
-async function failure(promise: Promise<unknown>): Promise<AgentloomError> {
-  const err: unknown = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(AgentloomError);
-  return err as AgentloomError;
-}
-
 describe('OpenAIModel over a local Chat Completions server', () => {
   it('runs a two-turn tool call: tools as JSON Schema out, the call id kept, the tool result sent back by id', async () => {
     const model = openai();
@@ -86,7 +50,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     );
     const ask: Content = { role: 'user', parts: [{ text: 'Weather in Paris?' }] };
     const first = await model.generate(
-      request({ systemInstruction: 'You are terse.', contents: [ask], tools: [weather, now] }),
+      modelRequest({ systemInstruction: 'You are terse.', contents: [ask], tools: [WEATHER_TOOL, NOW_TOOL] }),
     );
     expect(first.content).toEqual({
       role: 'model',
@@ -106,7 +70,11 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       tools: [
         {
           type: 'function',
-          function: { name: 'get_weather', description: 'Weather of a city', parameters: weather.parameters },
+          function: {
+            name: 'get_weather',
+            description: 'Weather of a city',
+            parameters: WEATHER_TOOL.parameters,
+          },
         },
         {
           type: 'function',
@@ -126,7 +94,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       parts: [{ functionResponse: { id: 'call_abc', name: 'get_weather', response: { forecast: 'sunny' } } }],
     };
     const second = await model.generate(
-      request({ tools: [weather], contents: [ask, first.content, result] }),
+      modelRequest({ tools: [WEATHER_TOOL], contents: [ask, first.content, result] }),
     );
     expect(textOf(second.content)).toBe('Sunny in Paris.');
     expect(server.requests[1]?.body.messages).toEqual([
@@ -157,7 +125,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       }),
     );
     const model = openai();
-    const first = await model.generate(request({ tools: [weather] }));
+    const first = await model.generate(modelRequest({ tools: [WEATHER_TOOL] }));
     expect(first.content.parts).toEqual([
       { text: 'Checking both.' },
       { functionCall: { id: 'call_1', name: 'get_weather', args: { city: 'Paris' } } },
@@ -166,8 +134,8 @@ describe('OpenAIModel over a local Chat Completions server', () => {
 
     server.reply(chatCompletion({ text: 'Paris sunny, Oslo snowy.' }));
     await model.generate(
-      request({
-        tools: [weather],
+      modelRequest({
+        tools: [WEATHER_TOOL],
         contents: [
           { role: 'user', parts: [{ text: 'Paris and Oslo?' }] },
           first.content,
@@ -207,7 +175,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       }),
     );
     const partials: Content[] = [];
-    const res = await openai().generate(request({ tools: [weather, now] }), {
+    const res = await openai().generate(modelRequest({ tools: [WEATHER_TOOL, NOW_TOOL] }), {
       onPartial: (p) => partials.push(p),
     });
     expect(server.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
@@ -236,7 +204,9 @@ describe('OpenAIModel over a local Chat Completions server', () => {
         ],
       }),
     );
-    const res = await openai().generate(request({ tools: [weather] }), { onPartial: () => undefined });
+    const res = await openai().generate(modelRequest({ tools: [WEATHER_TOOL] }), {
+      onPartial: () => undefined,
+    });
     expect(res.content.parts).toEqual([
       { functionCall: { id: 'call_o1', name: 'get_weather', args: { city: 'Rome' } } },
       { functionCall: { id: 'call_o2', name: 'get_weather', args: { city: 'Lima' } } },
@@ -251,11 +221,11 @@ describe('OpenAIModel over a local Chat Completions server', () => {
         usage: { prompt: 1200, completion: 7, cached: 1024 },
       }),
     );
-    const res = await openai().generate(request());
+    const res = await openai().generate(modelRequest());
     expect(res.usage).toEqual({ promptTokens: 1200, outputTokens: 7, totalTokens: 1207, cachedTokens: 1024 });
     expect(res.finishReason).toBe('MAX_TOKENS');
     server.reply(chatCompletion({ refusal: 'I can’t help with that.' }));
-    const refused = await openai().generate(request());
+    const refused = await openai().generate(modelRequest());
     expect(refused.finishReason).toBe('SAFETY');
     expect(textOf(refused.content)).toBe('I can’t help with that.');
   });
@@ -270,7 +240,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       seed: 7,
       safetySettings: [],
     };
-    await openai().generate(request({ generateContentConfig }));
+    await openai().generate(modelRequest({ generateContentConfig }));
     const body = server.requests[0]?.body;
     expect(body).toMatchObject({
       temperature: 0.2,
@@ -292,7 +262,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     };
     server.reply(chatCompletion({ text: '{"title":"Dune"}' }));
     const res = await openai({ strictSchema: true }).generate(
-      request({ responseSchema: schema, tools: [weather] }),
+      modelRequest({ responseSchema: schema, tools: [WEATHER_TOOL] }),
     );
     expect(JSON.parse(textOf(res.content))).toEqual({ title: 'Dune' });
     const body = server.requests[0]?.body;
@@ -313,7 +283,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       chatCompletion({ text: 'after waiting' }),
     );
     const started = Date.now();
-    const res = await openai({ maxBackoffMs: 5000 }).generate(request());
+    const res = await openai({ maxBackoffMs: 5000 }).generate(modelRequest());
     expect(textOf(res.content)).toBe('after waiting');
     expect(server.count).toBe(2);
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
@@ -328,7 +298,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       chatCompletion({ text: 'ok' }),
     );
     const started = Date.now();
-    await openai({ maxBackoffMs: 60_000 }).generate(request());
+    await openai({ maxBackoffMs: 60_000 }).generate(modelRequest());
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(225);
     expect(elapsed).toBeLessThan(10_000);
@@ -336,13 +306,13 @@ describe('OpenAIModel over a local Chat Completions server', () => {
 
   it('retries a dropped connection and a stream cut before its finish reason', async () => {
     server.reply({ kind: 'drop' }, chatCompletion({ text: 'reconnected' }));
-    expect(textOf((await openai().generate(request())).content)).toBe('reconnected');
+    expect(textOf((await openai().generate(modelRequest())).content)).toBe('reconnected');
     server.reset();
     server.reply(
       chatCompletionStream({ text: ['half'], cut: true }),
       chatCompletionStream({ text: ['whole'] }),
     );
-    const res = await openai().generate(request(), { onPartial: () => undefined });
+    const res = await openai().generate(modelRequest(), { onPartial: () => undefined });
     expect(textOf(res.content)).toBe('whole');
     expect(server.count).toBe(2);
   });
@@ -350,7 +320,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
   it('gives up after maxAttempts on 500 with a retryable MODEL_ERROR (the SDK does not retry too)', async () => {
     for (let i = 0; i < 5; i++)
       server.reply(openaiError(500, 'The server had an error', { type: 'server_error' }));
-    const err = await failure(openai({ maxAttempts: 3 }).generate(request()));
+    const err = await failure(openai({ maxAttempts: 3 }).generate(modelRequest()));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.retryable).toBe(true);
     expect(err.details).toEqual({ status: 500, model: 'gpt-test' });
@@ -361,7 +331,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     server.reply(
       openaiError(400, "Invalid value for 'temperature': must be <= 2.", { code: 'invalid_value' }),
     );
-    const err = await failure(openai().generate(request({ generateContentConfig: { temperature: 9 } })));
+    const err = await failure(openai().generate(modelRequest({ generateContentConfig: { temperature: 9 } })));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('OpenAI');
@@ -377,7 +347,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
 
   it('redacts the key when the provider’s 401 message echoes it', async () => {
     server.reply(openaiError(401, `Incorrect API key provided: ${KEY}.`, { code: 'invalid_api_key' }));
-    const err = await failure(openai().generate(request()));
+    const err = await failure(openai().generate(modelRequest()));
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('401');
     expect(err.message).toContain('[redacted]');
@@ -390,7 +360,9 @@ describe('OpenAIModel over a local Chat Completions server', () => {
   it('cancels: the signal aborts the HTTP request in flight (the server sees the socket close) → CANCELLED', async () => {
     server.reply({ kind: 'hang' });
     const controller = new AbortController();
-    const pending = openai().generate(request({ signal: controller.signal }), { onPartial: () => undefined });
+    const pending = openai().generate(modelRequest({ signal: controller.signal }), {
+      onPartial: () => undefined,
+    });
     await waitFor(() => server.count === 1, { what: 'the request to arrive' });
     controller.abort();
     const err = await failure(pending);
@@ -404,7 +376,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     server.reply(
       chatCompletion({ toolCalls: [{ id: 'call_x', name: 'get_weather', args: '{"city": Par' }] }),
     );
-    const err = await failure(openai().generate(request({ tools: [weather] })));
+    const err = await failure(openai().generate(modelRequest({ tools: [WEATHER_TOOL] })));
     expect(err.code).toBe('MODEL_ERROR');
     expect(err.message).toContain('get_weather');
     expect(server.count).toBe(1);
@@ -417,7 +389,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
       apiKey: KEY,
       azure: { endpoint: `${server.url}/`, apiVersion: '2024-10-21', deployment: 'my-deploy' },
     });
-    const res = await model.generate(request());
+    const res = await model.generate(modelRequest());
     expect(textOf(res.content)).toBe('from azure');
     const sent = server.requests[0];
     expect(sent?.path).toBe('/openai/deployments/my-deploy/chat/completions');
@@ -429,7 +401,7 @@ describe('OpenAIModel over a local Chat Completions server', () => {
   it('talks to an Ollama-style server built from ollama/<model>: /v1 under OLLAMA_HOST, placeholder key, max_tokens', async () => {
     server.reply(chatCompletion({ text: 'from llama' }));
     const model = createModelForId('ollama/llama3.2', { OLLAMA_HOST: server.url });
-    const res = await model.generate(request({ generateContentConfig: { maxOutputTokens: 64 } }));
+    const res = await model.generate(modelRequest({ generateContentConfig: { maxOutputTokens: 64 } }));
     expect(textOf(res.content)).toBe('from llama');
     const sent = server.requests[0];
     expect(sent?.path).toBe('/v1/chat/completions');
