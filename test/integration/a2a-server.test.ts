@@ -8,7 +8,7 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { ListTasksRequest, SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import {
   ClientFactory,
   DefaultAgentCardResolver,
@@ -62,6 +62,7 @@ beforeAll(async () => {
     apps: [
       { name: 'echo', agent: echo },
       { name: 'mail', agent: mail },
+      { name: 'team_echo', agent: scripted('team_echoer', 'team echo'), namespace: 'team' },
       {
         name: 'slow',
         agent: new SequentialAgent({
@@ -190,6 +191,23 @@ describe('the agent card', () => {
     expect((await fetch(`${base}/a2a/nope/.well-known/agent-card.json`)).status).toBe(404);
   });
 
+  it("is at its kagent namespace's path for an app from kagent manifests, and only there", async () => {
+    const card = (await (
+      await fetch(`${base}/api/a2a/team/team_echo/.well-known/agent-card.json`)
+    ).json()) as Json;
+    expect(card.url).toBe(`${base}/api/a2a/team/team_echo`);
+    expect((await fetch(`${base}/api/a2a/default/team_echo/.well-known/agent-card.json`)).status).toBe(404);
+    const client = await clientFor(`${base}/api/a2a/team/team_echo`);
+    expect(textsOf(asTask(await client.sendMessage(send('hi'))))).toEqual(['team echo']);
+    const wrong = await rpc('/api/a2a/default/team_echo', {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tasks/get',
+      params: { id: 'x' },
+    });
+    expect(wrong.status).toBe(404);
+  });
+
   it('declares the bearer scheme when API keys are on', async () => {
     const card = (await (
       await fetch(`${keyedBase}/a2a/echo/.well-known/agent-card.json`, { headers: { 'A2A-Version': '1.0' } })
@@ -221,6 +239,8 @@ describe('messages and tasks', () => {
       { $case: 'text', value: 'echo #3' },
     ]);
     expect((await client.getTask({ tenant: '', id: next.id, historyLength: 0 })).history).toEqual([]);
+    const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: task.contextId }));
+    expect(listed.tasks.map((t) => t.id)).toEqual([next.id, task.id]);
   });
 
   it('sends non-blocking: a submitted or working task, completed later', async () => {
@@ -340,6 +360,7 @@ describe('v0.3 clients', () => {
           role: 'user',
           parts: [{ kind: 'text', text: 'old client' }],
         },
+        configuration: { blocking: true },
       },
     });
     expect(sent.status).toBe(200);
