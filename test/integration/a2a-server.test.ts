@@ -281,11 +281,40 @@ describe('messages and tasks', () => {
     const pending = (asked as { value: Json }).value;
     expect(pending).toMatchObject({ kind: 'confirmation', tool: 'send_mail', args: { to: 'bob' } });
     expect(sends).toBe(0);
-    // a wrong call id is refused (-32602) and answers nothing
+    // a message answering the call and a call that does not exist is refused (-32602) and answers nothing;
+    // so are a malformed answer and a text to a task that waits for an answer
+    const mixed = await rpc(
+      '/a2a/mail',
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: {
+            messageId: 'mixed',
+            taskId: paused.id,
+            role: 'ROLE_USER',
+            parts: [
+              { data: { callId: pending.callId, confirmed: true } },
+              { data: { callId: 'nope', confirmed: true } },
+            ],
+          },
+        },
+      },
+      { 'A2A-Version': '1.0' },
+    );
+    expect(mixed.json.error).toMatchObject({ code: -32602, message: expect.stringContaining('nope') });
     await expect(
-      client.sendMessage(send('', { taskId: paused.id, data: { callId: 'nope', confirmed: true } })),
-    ).rejects.toThrow();
-    expect((await engine.get(paused.id)).status).toBe('paused');
+      client.sendMessage(send('', { taskId: paused.id, data: { callId: pending.callId, yes: true } })),
+    ).rejects.toThrow(/DataPart/);
+    await expect(client.sendMessage(send('yes please', { taskId: paused.id }))).rejects.toThrow(
+      /waits for input/,
+    );
+    expect(await engine.get(paused.id)).toMatchObject({
+      status: 'paused',
+      pending: [{ callId: pending.callId }],
+    });
+    expect(sends).toBe(0);
     const events = await collect(
       client.sendMessageStream(
         send('', {
@@ -403,6 +432,54 @@ describe('v0.3 clients', () => {
     });
     expect(blocks.at(-2)).toMatchObject({ kind: 'artifact-update' });
   });
+
+  it('message/stream to a confirmation ends input-required with the call as a data part; tasks/resubscribe', async () => {
+    const streamed = await rpc('/a2a/mail', {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'message/stream',
+      params: {
+        message: {
+          kind: 'message',
+          messageId: 'v03-3',
+          role: 'user',
+          parts: [{ kind: 'text', text: 'mail' }],
+        },
+      },
+    });
+    const blocks = streamed.text
+      .split('\n\n')
+      .filter((b) => b !== '')
+      .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
+    const last = blocks.at(-1);
+    // (the SDK's v0.3 translation marks only terminal states `final`; the stream ends here all the same)
+    expect(last).toMatchObject({ kind: 'status-update', status: { state: 'input-required' } });
+    const [part] = last.status.message.parts;
+    expect(part).toMatchObject({ kind: 'data', data: { kind: 'confirmation', tool: 'send_mail' } });
+    // resubscribing to the paused task: the task, then its state
+    const resubscribed = await rpc('/a2a/mail', {
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tasks/resubscribe',
+      params: { id: last.taskId },
+    });
+    const again = resubscribed.text
+      .split('\n\n')
+      .filter((b) => b !== '')
+      .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
+    expect(again[0]).toMatchObject({ kind: 'task', id: last.taskId });
+    expect(again.at(-1)).toMatchObject({ kind: 'status-update', status: { state: 'input-required' } });
+    // an ended task cannot be resubscribed: the stream carries the error
+    await engine.cancel(last.taskId);
+    const ended = await rpc('/a2a/mail', {
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tasks/resubscribe',
+      params: { id: last.taskId },
+    });
+    expect(ended.text).toMatch(/^event: error\ndata: /);
+    expect(JSON.parse(ended.text.split('data: ')[1] ?? '').error.code).toBe(-32004);
+  });
 });
 
 describe('errors', () => {
@@ -410,6 +487,12 @@ describe('errors', () => {
     const before = (await listInvocations(engine.store.db, { limit: 1000 })).length;
     const v1 = { 'A2A-Version': '1.0' };
     expect((await rpc('/a2a/echo', '{"jsonrpc":', v1)).json.error.code).toBe(-32700);
+    const xml = await fetch(`${base}/a2a/echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/xml', ...v1 },
+      body: '<x/>',
+    });
+    expect(((await xml.json()) as Json).error.code).toBe(-32005);
     expect(
       (await rpc('/a2a/echo', { jsonrpc: '2.0', id: 1, method: 'Nope', params: {} }, v1)).json.error.code,
     ).toBe(-32601);

@@ -134,17 +134,19 @@ export class EngineA2aHandler implements A2ARequestHandler {
           : `task ${view.id} is ${view.status} and asks for no input; wait for it, or cancel it`,
       );
     }
+    // Every answer checked before the first is stored: a refused message answers nothing.
+    const unknown = answers.find((answer) => !view.pending.some((call) => call.callId === answer.callId));
+    if (unknown) {
+      throw new RequestMalformedError(
+        `task ${view.id} has no pending call ${unknown.callId}; pending: ${view.pending.map((c) => c.callId).join(', ')}`,
+      );
+    }
     const afterSeq = (await this.engine.store.getSession(view.sessionId))?.lastSeq ?? 0;
     for (const answer of answers) await this.respond(view, answer);
     return { view: await this.engine.get(view.id), afterSeq };
   }
 
   private async respond(view: InvocationView, answer: CallAnswer): Promise<void> {
-    if (!view.pending.some((call) => call.callId === answer.callId)) {
-      throw new RequestMalformedError(
-        `task ${view.id} has no pending call ${answer.callId}; pending: ${view.pending.map((c) => c.callId).join(', ')}`,
-      );
-    }
     const response =
       'confirmed' in answer
         ? {

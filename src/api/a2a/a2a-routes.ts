@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { A2A_VERSION_HEADER, Extensions, HTTP_EXTENSION_HEADER } from '@a2a-js/sdk';
 import { A2A_LEGACY_PROTOCOL_VERSION, LEGACY_METHOD_TASKS_RESUBSCRIBE } from '@a2a-js/sdk/compat/v0_3';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import {
   defaultServerCallContextBuilder,
   JsonRpcTransportHandler,
@@ -93,9 +94,10 @@ function isStream(value: unknown): value is AsyncGenerator<unknown, void, undefi
 export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
   const { engine } = ctx;
   const version = packageVersion();
-  // The raw text: a body that is not JSON answers JSON-RPC's parse error (-32700), not the API's 400.
-  server.removeContentTypeParser('application/json');
-  server.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  // The raw text of any type: a body that is not JSON answers JSON-RPC's parse error (-32700), and one of another
+  // type -32005, as the SDK's adapter answers them (not the API's 400 and 415).
+  server.removeAllContentTypeParsers();
+  server.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     done(null, String(body));
   });
 
@@ -137,6 +139,11 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
       legacy
         ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(err)
         : JsonRpcTransportHandler.mapToJSONRPCError(err);
+    const type = header(request, 'content-type');
+    if (type !== undefined && type.split(';', 1)[0]?.trim().toLowerCase() !== 'application/json') {
+      const refused = new ContentTypeNotSupportedError(`content-type ${type}: send application/json`);
+      return reply.send({ jsonrpc: '2.0', id: null, error: mapError(refused) });
+    }
     let body: unknown;
     try {
       body = JSON.parse(typeof request.body === 'string' ? request.body : '');
