@@ -38,7 +38,7 @@ let keyed: ApiApp;
 let base: string;
 let keyedBase: string;
 let sends = 0;
-const gates = [gate(), gate()];
+const gates = [gate(), gate(), gate()];
 
 beforeAll(async () => {
   const send = new FunctionTool({
@@ -62,6 +62,7 @@ beforeAll(async () => {
     apps: [
       { name: 'echo', agent: echo },
       { name: 'mail', agent: mail },
+      { name: 'held', agent: new GatedLeaf('holder', gates[2]!.promise) },
       { name: 'team_echo', agent: scripted('team_echoer', 'team echo'), namespace: 'team' },
       {
         name: 'slow',
@@ -76,7 +77,8 @@ beforeAll(async () => {
     queue: 'local',
     logger: pino({ level: 'silent' }),
   });
-  open = await createApiServer({ engine, processMetrics: false });
+  // Heartbeats every 5 ms: every stream below carries comments between its events, which clients skip.
+  open = await createApiServer({ engine, processMetrics: false, heartbeatMs: 5 });
   base = await open.listen({ port: 0, host: '127.0.0.1' });
   keyed = await createApiServer({
     engine,
@@ -422,7 +424,7 @@ describe('v0.3 clients', () => {
     });
     const blocks = streamed.text
       .split('\n\n')
-      .filter((b) => b !== '')
+      .filter((b) => b !== '' && !b.startsWith(':'))
       .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
     expect(blocks[0].kind).toBe('task');
     expect(blocks.at(-1)).toMatchObject({
@@ -449,7 +451,7 @@ describe('v0.3 clients', () => {
     });
     const blocks = streamed.text
       .split('\n\n')
-      .filter((b) => b !== '')
+      .filter((b) => b !== '' && !b.startsWith(':'))
       .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
     const last = blocks.at(-1);
     // (the SDK's v0.3 translation marks only terminal states `final`; the stream ends here all the same)
@@ -465,7 +467,7 @@ describe('v0.3 clients', () => {
     });
     const again = resubscribed.text
       .split('\n\n')
-      .filter((b) => b !== '')
+      .filter((b) => b !== '' && !b.startsWith(':'))
       .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
     expect(again[0]).toMatchObject({ kind: 'task', id: last.taskId });
     expect(again.at(-1)).toMatchObject({ kind: 'status-update', status: { state: 'input-required' } });
@@ -477,8 +479,40 @@ describe('v0.3 clients', () => {
       method: 'tasks/resubscribe',
       params: { id: last.taskId },
     });
-    expect(ended.text).toMatch(/^event: error\ndata: /);
-    expect(JSON.parse(ended.text.split('data: ')[1] ?? '').error.code).toBe(-32004);
+    expect(ended.text).toMatch(/event: error\ndata: /);
+    expect(JSON.parse(ended.text.split('event: error\ndata: ')[1] ?? '').error.code).toBe(-32004);
+  });
+});
+
+describe('long streams', () => {
+  it('carry heartbeat comments while a step runs, then the rest of the task', async () => {
+    const response = await fetch(`${base}/a2a/held`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/stream',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: 'h1',
+            role: 'user',
+            parts: [{ kind: 'text', text: 'hold' }],
+          },
+        },
+      }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const decoder = new TextDecoder();
+    let text = '';
+    for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      if (text.includes(': heartbeat\n\n') && !text.includes('"artifact-update"')) gates[2]!.open();
+    }
+    expect(text).toContain(': heartbeat\n\n');
+    expect(text).toContain('"kind":"artifact-update"');
+    expect(text).toMatch(/"state":"completed"[^\n]*"final":true/);
   });
 });
 

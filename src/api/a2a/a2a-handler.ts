@@ -27,6 +27,7 @@ import type { Event } from '../../core/event.js';
 import type { Engine } from '../../engine/engine.js';
 import type { InvocationView } from '../../engine/runs/views.js';
 import { listInvocations } from '../../store/repos/invocations.js';
+import { untilAborted } from '../http/event-stream.js';
 import { answersOf, contentOf, type CallAnswer } from './a2a-answers.js';
 import {
   historyOf,
@@ -239,7 +240,9 @@ export class EngineA2aHandler implements A2ARequestHandler {
     yield { payload: { $case: 'task', value: await this.task(view, historyLength) } };
     const ids = { taskId: view.id, contextId: view.sessionId };
     let working = view.status === 'running';
-    for await (const event of this.engine.events(view.id, { afterSeq, follow: true })) {
+    // A client gone (or the server closing) stops the wait for the next event at once, not at that event.
+    const events = untilAborted(this.engine.events(view.id, { afterSeq, follow: true }), this.options.signal);
+    for await (const event of events) {
       if (this.options.signal.aborted) return;
       if (event.invocationId !== view.id || event.author === 'user') continue;
       const [message] = historyOf(view, [event]);

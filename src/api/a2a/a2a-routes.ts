@@ -202,6 +202,11 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
     reply.hijack();
     const response = reply.raw;
     response.writeHead(200, SSE_HEADERS);
+    // A comment now and then keeps proxies from closing a stream while a long step runs (clients skip comments).
+    const heartbeat = setInterval(() => {
+      if (!response.writableEnded) response.write(': heartbeat\n\n');
+    }, ctx.heartbeatMs);
+    heartbeat.unref();
     try {
       if (first && !first.done) await writeBlock(response, `data: ${JSON.stringify(first.value)}\n\n`);
       if (!first?.done) {
@@ -217,6 +222,7 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
         `event: error\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, error: mapError(err) })}\n\n`,
       );
     } finally {
+      clearInterval(heartbeat);
       if (!response.writableEnded) response.end();
     }
     return reply;
