@@ -39,6 +39,14 @@ export const A2A_PUBLIC_ROUTES: ReadonlySet<string> = new Set([
 ]);
 
 const appParams = z.object({ app: z.string().min(1) });
+/** For the OpenAPI document only: the body is read as text and checked by the SDK (its errors are JSON-RPC's). */
+const rpcBody = z
+  .unknown()
+  .describe(
+    'A JSON-RPC 2.0 request: A2A v1.0 methods (SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, ' +
+      'SubscribeToTask) with A2A-Version: 1.0, or v0.3 methods (message/send, message/stream, tasks/get, tasks/cancel, ' +
+      'tasks/resubscribe) without it. Answers a JSON-RPC response, or for streaming methods text/event-stream.',
+  );
 const kagentParams = z.object({ namespace: z.string().min(1), app: z.string().min(1) });
 
 const SSE_HEADERS = {
@@ -230,12 +238,19 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
 
   server.get(
     `/a2a/:app${CARD}`,
-    { schema: { tags: TAG, summary: "An app's A2A agent card", params: appParams } },
+    { schema: { tags: TAG, summary: "An app's A2A agent card", params: appParams, security: [] } },
     async (request, reply) => sendCard(request, reply, appOf(request, request.params.app)),
   );
   server.get(
     `/api/a2a/:namespace/:app${CARD}`,
-    { schema: { tags: TAG, summary: "An app's A2A agent card (kagent's path)", params: kagentParams } },
+    {
+      schema: {
+        tags: TAG,
+        summary: "An app's A2A agent card (kagent's path)",
+        params: kagentParams,
+        security: [],
+      },
+    },
     async (request, reply) => {
       const { namespace, app } = request.params;
       return sendCard(request, reply, appOf(request, app, namespace), namespace);
@@ -243,12 +258,19 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
   );
   server.post(
     '/a2a/:app',
-    { schema: { tags: TAG, summary: 'A2A JSON-RPC (v1.0; v0.3 without A2A-Version)', params: appParams } },
+    {
+      schema: {
+        tags: TAG,
+        summary: 'A2A JSON-RPC (v1.0; v0.3 without A2A-Version)',
+        params: appParams,
+        body: rpcBody,
+      },
+    },
     async (request, reply) => rpc(request, reply, appOf(request, request.params.app)),
   );
   server.post(
     '/api/a2a/:namespace/:app',
-    { schema: { tags: TAG, summary: "A2A JSON-RPC at kagent's path", params: kagentParams } },
+    { schema: { tags: TAG, summary: "A2A JSON-RPC at kagent's path", params: kagentParams, body: rpcBody } },
     async (request, reply) => {
       const { namespace, app } = request.params;
       return rpc(request, reply, appOf(request, app, namespace), namespace);
