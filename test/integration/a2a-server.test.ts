@@ -33,12 +33,16 @@ type Json = any;
 const KEY = 'a2a-server-key-0123456789';
 const OTHER = 'a2a-server-other-0123456789';
 let engine: Engine;
+let apiEngine: Engine;
+let database: string;
+let other: ApiApp;
+let otherBase: string;
 let open: ApiApp;
 let keyed: ApiApp;
 let base: string;
 let keyedBase: string;
 let sends = 0;
-const gates = [gate(), gate(), gate()];
+const gates = [gate(), gate(), gate(), gate()];
 
 beforeAll(async () => {
   const send = new FunctionTool({
@@ -58,11 +62,13 @@ beforeAll(async () => {
   const echo = scripted('echoer', (turn: ScriptedTurn) => `echo #${turn.contents.length}`, {
     description: 'echoes',
   });
+  database = await createTestDatabase();
   engine = await createEngine({
     apps: [
       { name: 'echo', agent: echo },
       { name: 'mail', agent: mail },
       { name: 'held', agent: new GatedLeaf('holder', gates[2]!.promise) },
+      { name: 'relay', agent: new GatedLeaf('relayer', gates[3]!.promise) },
       { name: 'team_echo', agent: scripted('team_echoer', 'team echo'), namespace: 'team' },
       {
         name: 'slow',
@@ -73,10 +79,20 @@ beforeAll(async () => {
         }),
       },
     ],
-    database: await createTestDatabase(),
+    database,
     queue: 'local',
     logger: pino({ level: 'silent' }),
   });
+  // Another API process on the same database: an engine that runs no steps, as `agentloom api`'s.
+  apiEngine = await createEngine({
+    apps: [{ name: 'relay', agent: new GatedLeaf('relayer', gates[3]!.promise) }],
+    database,
+    queue: 'local',
+    worker: false,
+    logger: pino({ level: 'silent' }),
+  });
+  other = await createApiServer({ engine: apiEngine, processMetrics: false });
+  otherBase = await other.listen({ port: 0, host: '127.0.0.1' });
   // Heartbeats every 5 ms: every stream below carries comments between its events, which clients skip.
   open = await createApiServer({ engine, processMetrics: false, heartbeatMs: 5 });
   base = await open.listen({ port: 0, host: '127.0.0.1' });
@@ -92,6 +108,8 @@ afterAll(async () => {
   gates.forEach((g) => g.open());
   await open?.close();
   await keyed?.close();
+  await other?.close();
+  await apiEngine?.close();
   await engine?.close();
 });
 
@@ -513,6 +531,33 @@ describe('long streams', () => {
     expect(text).toContain(': heartbeat\n\n');
     expect(text).toContain('"kind":"artifact-update"');
     expect(text).toMatch(/"state":"completed"[^\n]*"final":true/);
+  });
+});
+
+describe('another API process', () => {
+  it('serves the task a dropped stream started elsewhere: get, and resubscribe to its end', async () => {
+    const first = await clientFor(`${base}/a2a/relay`);
+    const dropped = new AbortController();
+    const head = await collect(
+      first.sendMessageStream(send('relay'), { signal: dropped.signal }),
+      () => true,
+    );
+    dropped.abort();
+    const started = head[0]?.payload;
+    const taskId = started?.$case === 'task' ? started.value.id : '';
+    expect(taskId).toMatch(/^inv_/);
+    const second = await clientFor(`${otherBase}/a2a/relay`);
+    expect((await second.getTask({ tenant: '', id: taskId })).contextId).toBe(
+      started?.$case === 'task' && started.value.contextId,
+    );
+    const events: StreamResponse[] = [];
+    for await (const event of second.resubscribeTask({ tenant: '', id: taskId })) {
+      events.push(event);
+      if (events.length === 1) gates[3]!.open();
+    }
+    const last = events.at(-1)?.payload;
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textsOf(await second.getTask({ tenant: '', id: taskId }))).toEqual(['relayer']);
   });
 });
 
