@@ -67,6 +67,12 @@ beforeAll(async () => {
     apps: [
       { name: 'echo', agent: echo },
       { name: 'mail', agent: mail },
+      {
+        name: 'broken',
+        agent: scripted('breaker', () => {
+          throw new Error('the model is down');
+        }),
+      },
       { name: 'held', agent: new GatedLeaf('holder', gates[2]!.promise) },
       { name: 'relay', agent: new GatedLeaf('relayer', gates[3]!.promise) },
       { name: 'team_echo', agent: scripted('team_echoer', 'team echo'), namespace: 'team' },
@@ -353,6 +359,19 @@ describe('messages and tasks', () => {
     expect(textsOf(await client.getTask({ tenant: '', id: paused.id }))).toEqual(['mail handled']);
     // an ended task takes no more messages (-32004)
     await expect(client.sendMessage(send('more', { taskId: paused.id }))).rejects.toThrow();
+  });
+
+  it('fails with the error in the status message, sent or streamed', async () => {
+    const client = await clientFor(`${base}/a2a/broken`);
+    const failed = asTask(await client.sendMessage(send('break')));
+    expect(failed.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    const said = failed.status?.message?.parts[0]?.content;
+    expect(said?.$case === 'text' && said.value).toMatch(/the model is down/);
+    expect(failed.artifacts).toEqual([]);
+    const events = await collect(client.sendMessageStream(send('break again')));
+    const last = events.at(-1)?.payload;
+    expect(last?.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(events.some((e) => e.payload?.$case === 'artifactUpdate')).toBe(false);
   });
 
   it('cancels a running task; an ended one is not cancelable', async () => {
