@@ -8,13 +8,7 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ListTasksRequest, SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
-import {
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  type Client,
-} from '@a2a-js/sdk/client';
+import { ListTasksRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import {
   createEngine,
@@ -24,6 +18,7 @@ import {
   type ScriptedTurn,
 } from '../../src/index.js';
 import { listInvocations } from '../../src/store/repos/invocations.js';
+import { asTask, clientFor, collect, send, sseResults, textsOf } from '../support/a2a-client.js';
 import { call, gate, GatedLeaf, scripted } from '../support/agents.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -118,59 +113,6 @@ afterAll(async () => {
   await apiEngine?.close();
   await engine?.close();
 });
-
-/** The SDK's client for an app's endpoint (card fetched from `cardBase`), with headers on every request. */
-async function clientFor(cardBase: string, headers: Record<string, string> = {}): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) =>
-    fetch(input, {
-      ...init,
-      headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers },
-    });
-  const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory({ fetchImpl })],
-    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-  });
-  return factory.createFromUrl(cardBase.endsWith('/') ? cardBase : `${cardBase}/`);
-}
-
-function send(
-  text: string,
-  options: { contextId?: string; taskId?: string; returnImmediately?: boolean; data?: Json } = {},
-): SendMessageRequest {
-  return SendMessageRequest.fromJSON({
-    message: {
-      messageId: `m-${Math.random().toString(36).slice(2)}`,
-      role: 'ROLE_USER',
-      parts: options.data ? [{ data: options.data }] : [{ text }],
-      ...(options.contextId ? { contextId: options.contextId } : {}),
-      ...(options.taskId ? { taskId: options.taskId } : {}),
-    },
-    configuration: { returnImmediately: options.returnImmediately ?? false },
-  });
-}
-
-function asTask(result: unknown): Task {
-  expect(result).toHaveProperty('status');
-  return result as Task;
-}
-
-function textsOf(task: Task | undefined): string[] {
-  return (task?.artifacts ?? []).flatMap((a) =>
-    a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])),
-  );
-}
-
-async function collect(
-  stream: AsyncIterable<StreamResponse>,
-  until?: (e: StreamResponse) => boolean,
-): Promise<StreamResponse[]> {
-  const events: StreamResponse[] = [];
-  for await (const event of stream) {
-    events.push(event);
-    if (until?.(event)) break;
-  }
-  return events;
-}
 
 async function rpc(
   path: string,
@@ -459,10 +401,7 @@ describe('v0.3 clients', () => {
         },
       },
     });
-    const blocks = streamed.text
-      .split('\n\n')
-      .filter((b) => b !== '' && !b.startsWith(':'))
-      .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
+    const blocks = sseResults(streamed.text);
     expect(blocks[0].kind).toBe('task');
     expect(blocks.at(-1)).toMatchObject({
       kind: 'status-update',
@@ -486,10 +425,7 @@ describe('v0.3 clients', () => {
         },
       },
     });
-    const blocks = streamed.text
-      .split('\n\n')
-      .filter((b) => b !== '' && !b.startsWith(':'))
-      .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
+    const blocks = sseResults(streamed.text);
     const last = blocks.at(-1);
     // (the SDK's v0.3 translation marks only terminal states `final`; the stream ends here all the same)
     expect(last).toMatchObject({ kind: 'status-update', status: { state: 'input-required' } });
@@ -502,10 +438,7 @@ describe('v0.3 clients', () => {
       method: 'tasks/resubscribe',
       params: { id: last.taskId },
     });
-    const again = resubscribed.text
-      .split('\n\n')
-      .filter((b) => b !== '' && !b.startsWith(':'))
-      .map((b) => JSON.parse(b.replace(/^data: /, '')).result);
+    const again = sseResults(resubscribed.text);
     expect(again[0]).toMatchObject({ kind: 'task', id: last.taskId });
     expect(again.at(-1)).toMatchObject({ kind: 'status-update', status: { state: 'input-required' } });
     // an ended task cannot be resubscribed: the stream carries the error
