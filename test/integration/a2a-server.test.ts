@@ -155,6 +155,9 @@ describe('the agent card', () => {
       capabilities: { streaming: true },
     });
     expect(legacy.skills.map((s: Json) => s.id)).toEqual(['slow_pipeline', 'first', 'second']);
+    // the path clients before A2A 0.3 read: the same card
+    const old = (await (await fetch(`${base}/api/a2a/default/slow/.well-known/agent.json`)).json()) as Json;
+    expect(old).toEqual(legacy);
     expect((await fetch(`${base}/api/a2a/kagent/slow/.well-known/agent-card.json`)).status).toBe(404);
     expect((await fetch(`${base}/a2a/nope/.well-known/agent-card.json`)).status).toBe(404);
   });

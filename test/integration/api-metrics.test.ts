@@ -184,6 +184,8 @@ describe('operations routes', () => {
         'GET /dev/apps/{app}/debug/trace/session/{id}',
         // A2A (a2a-server.test.ts).
         'GET /a2a/{app}/.well-known/agent-card.json',
+        'GET /a2a/{app}/.well-known/agent.json',
+        'GET /api/a2a/{namespace}/{app}/.well-known/agent.json',
         'POST /a2a/{app}',
         'GET /api/a2a/{namespace}/{app}/.well-known/agent-card.json',
         'POST /api/a2a/{namespace}/{app}',

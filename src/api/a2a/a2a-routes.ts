@@ -31,11 +31,15 @@ const TAG = ['a2a'];
 /** The namespace of an app that did not come from kagent manifests. */
 const DEFAULT_NAMESPACE = 'default';
 const CARD = '/.well-known/agent-card.json';
+/** Where clients of A2A before 0.3 look for the card: the same card (v0.3's shape unless they ask for 1.x). */
+const OLD_CARD = '/.well-known/agent.json';
 
 /** The card routes: public (a client reads there how to authenticate), like the probes. */
 export const A2A_PUBLIC_ROUTES: ReadonlySet<string> = new Set([
   `/a2a/:app${CARD}`,
   `/api/a2a/:namespace/:app${CARD}`,
+  `/a2a/:app${OLD_CARD}`,
+  `/api/a2a/:namespace/:app${OLD_CARD}`,
 ]);
 
 const appParams = z.object({ app: z.string().min(1) });
@@ -236,26 +240,23 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
     return reply;
   };
 
-  server.get(
-    `/a2a/:app${CARD}`,
-    { schema: { tags: TAG, summary: "An app's A2A agent card", params: appParams, security: [] } },
-    async (request, reply) => sendCard(request, reply, appOf(request, request.params.app)),
-  );
-  server.get(
-    `/api/a2a/:namespace/:app${CARD}`,
-    {
-      schema: {
-        tags: TAG,
-        summary: "An app's A2A agent card (kagent's path)",
-        params: kagentParams,
-        security: [],
+  for (const path of [CARD, OLD_CARD]) {
+    const summary =
+      path === CARD ? "An app's A2A agent card" : "An app's A2A agent card (the path before A2A 0.3)";
+    server.get(
+      `/a2a/:app${path}`,
+      { schema: { tags: TAG, summary, params: appParams, security: [] } },
+      async (request, reply) => sendCard(request, reply, appOf(request, request.params.app)),
+    );
+    server.get(
+      `/api/a2a/:namespace/:app${path}`,
+      { schema: { tags: TAG, summary: `${summary}, at kagent's path`, params: kagentParams, security: [] } },
+      async (request, reply) => {
+        const { namespace, app } = request.params;
+        return sendCard(request, reply, appOf(request, app, namespace), namespace);
       },
-    },
-    async (request, reply) => {
-      const { namespace, app } = request.params;
-      return sendCard(request, reply, appOf(request, app, namespace), namespace);
-    },
-  );
+    );
+  }
   server.post(
     '/a2a/:app',
     {
