@@ -92,11 +92,13 @@ const ROOMS = {
   },
   api: {
     /** server.ts, run-api.ts, api-config.ts, index.ts: the HTTP server and its wiring. */
-    face: { path: top('api'), may: ['routes', 'adk', 'http'] },
+    face: { path: top('api'), may: ['routes', 'adk', 'a2a', 'http'] },
     /** agentloom's own routes (/v1/…). */
     routes: { path: '^src/api/routes/', may: ['http'] },
     /** The ADK-compatible routes and the ADK dev UI. */
     adk: { path: '^src/api/adk/', may: ['http'] },
+    /** Every app an A2A server: JSON-RPC (v1.0 and v0.3) and agent cards, tasks read from the engine's tables. */
+    a2a: { path: '^src/api/a2a/', may: ['http'] },
     /** What every route room shares: context, auth and access, errors, schemas, SSE, metrics. */
     http: { path: '^src/api/http/', may: [] },
   },

@@ -41,6 +41,7 @@ import { requestRoutes } from './routes/routes-requests.js';
 import { consoleRoutes, isConsoleRoute } from './routes/routes-console.js';
 import { devUiRoutes } from './adk/adk-dev-ui.js';
 import { adkRoutes } from './adk/adk-routes.js';
+import { a2aRoutes, A2A_PUBLIC_ROUTES } from './a2a/a2a-routes.js';
 import { dropUnreadBody, UNREAD_BODY_BOUNDS, type UnreadBodyBounds } from './http/unread-body.js';
 
 /** Options of {@link createApiServer}. */
@@ -147,7 +148,14 @@ function installHooks(
   server.decorateRequest('agentloomPrincipal', undefined);
   server.addHook('onRequest', async (request) => {
     const route = request.routeOptions.url ?? '';
-    if (!ctx.authEnabled || PUBLIC_ROUTES.has(route) || isConsoleRoute(route)) return;
+    if (
+      !ctx.authEnabled ||
+      PUBLIC_ROUTES.has(route) ||
+      A2A_PUBLIC_ROUTES.has(route) ||
+      isConsoleRoute(route)
+    ) {
+      return;
+    }
     const principal = authenticate(keys, request.headers.authorization);
     if (!principal) {
       throw new HttpError(
@@ -256,6 +264,8 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
     );
     adkRoutes(adk, ctx);
   });
+  // A2A's routes parse their own bodies (a body that is not JSON is JSON-RPC's parse error, -32700): their own scope.
+  await server.register(async (a2a: ApiApp) => a2aRoutes(a2a, ctx));
   await consoleRoutes(server);
   if (options.adkDevUiDir !== undefined) {
     if (ctx.authEnabled) {

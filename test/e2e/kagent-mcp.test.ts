@@ -4,11 +4,15 @@
  * the writer's `save_note` on the kmcp MCPServer `notes` (stdio, a child process of dev) waits for a human's
  * approval, given through the HTTP API; the reviewer's `search_notes` on the RemoteMCPServer `notes-http`
  * (Streamable HTTP, another process with its own notebook) answers; the run completes with the refactorer's answer.
+ * The same pipeline over A2A at kagent's path (issue 31): the manifests' namespace in the path, the approval asked as
+ * `input-required` and given by a DataPart on the same task.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SendMessageRequest, TaskState, type Task } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
 import { freePort, ServerProcess } from '../support/cli.js';
 import { kagentExample } from '../support/kagent-example.js';
 import { waitFor } from '../support/wait-for.js';
@@ -117,5 +121,40 @@ describe('examples/kagent MCP tools under agentloom dev', () => {
     // The HTTP server is another process with a notebook of its own: it answered, from its own notes.
     const search = responses.find((r) => r.name === 'search_notes');
     expect(search?.response).toEqual({ content: [{ type: 'text', text: 'nothing found' }], isError: false });
+  });
+
+  it("runs over A2A at kagent's path: input-required for the approval, answered on the same task", async () => {
+    expect(
+      (await fetch(`${url}/api/a2a/default/code-development-pipeline/.well-known/agent-card.json`)).status,
+    ).toBe(404);
+    const client = await new ClientFactory().createFromUrl(
+      `${url}/api/a2a/kagent/code-development-pipeline/`,
+    );
+    const card = await client.getAgentCard();
+    expect(card.name).toBe('code-development-pipeline');
+    expect(card.description).toBe('Orchestrates the code development workflow');
+    expect(card.skills.map((s) => s.id)).toContain('code_writer');
+    const send = (parts: unknown[], taskId?: string): SendMessageRequest =>
+      SendMessageRequest.fromJSON({
+        message: {
+          messageId: `m-${parts.length}-${taskId ?? ''}`,
+          role: 'ROLE_USER',
+          parts,
+          ...(taskId ? { taskId } : {}),
+        },
+      });
+    const paused = (await client.sendMessage(send([{ text: 'write fib' }]))) as Task;
+    expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    const asked = paused.status?.message?.parts[0]?.content;
+    expect(asked).toMatchObject({
+      $case: 'data',
+      value: { kind: 'confirmation', tool: 'save_note', args: { title: 'fib' } },
+    });
+    const callId = (asked as { value: { callId: string } }).value.callId;
+    const done = (await client.sendMessage(send([{ data: { callId, confirmed: true } }], paused.id))) as Task;
+    expect(done.id).toBe(paused.id);
+    expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const output = done.artifacts[0]?.parts[0]?.content;
+    expect(output?.$case === 'text' && output.value).toContain('@cache');
   });
 });

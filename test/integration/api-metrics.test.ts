@@ -182,6 +182,13 @@ describe('operations routes', () => {
         'GET /dev/apps/{app}/build_graph',
         'GET /dev/apps/{app}/build_graph_image',
         'GET /dev/apps/{app}/debug/trace/session/{id}',
+        // A2A (a2a-server.test.ts).
+        'GET /a2a/{app}/.well-known/agent-card.json',
+        'GET /a2a/{app}/.well-known/agent.json',
+        'GET /api/a2a/{namespace}/{app}/.well-known/agent.json',
+        'POST /a2a/{app}',
+        'GET /api/a2a/{namespace}/{app}/.well-known/agent-card.json',
+        'POST /api/a2a/{namespace}/{app}',
       ].sort(),
     );
     for (const [path, ops] of Object.entries(doc.paths)) {
@@ -194,6 +201,8 @@ describe('operations routes', () => {
     expect(doc.components.securitySchemes.apiKey).toEqual({ type: 'http', scheme: 'bearer' });
     expect(doc.security).toEqual([{ apiKey: [] }]);
     for (const probe of ['/healthz', '/readyz']) expect(doc.paths[probe]?.get?.security).toEqual([]);
+    // A2A agent cards are public: a client reads there how to authenticate.
+    expect(doc.paths['/a2a/{app}/.well-known/agent-card.json']?.get?.security).toEqual([]);
     const refs = [...r.text.matchAll(/"\$ref":"#\/components\/schemas\/([^"]+)"/g)].map(
       (m) => m[1] as string,
     );

@@ -122,6 +122,9 @@ describe('kagent manifests', () => {
     // kagent offers workflows with skip_summarization: the workflow's answer ends the parent's turn.
     expect(tool?.declaration().name).toBe(workflow.name);
     expect(registerApps(apps).get('code-development-pipeline')?.agents.size).toBe(5);
+    // The root Agent's namespace: the app's A2A path is /api/a2a/kagent/code-development-pipeline.
+    expect(apps[0]?.namespace).toBe('kagent');
+    expect(registerApps(apps).get('code-development-pipeline')?.namespace).toBe('kagent');
   });
 
   it('has the definition hash of the same tree written in code', async () => {

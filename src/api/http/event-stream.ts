@@ -48,7 +48,7 @@ export interface EventStreamOptions {
  * `return()` (an async generator handles it only at its next `yield`), so this stops waiting at once and lets the
  * follower finish in the background: it unsubscribes at its next event or when the invocation settles.
  */
-async function* untilAborted<T>(source: AsyncGenerator<T>, signal: AbortSignal): AsyncGenerator<T> {
+export async function* untilAborted<T>(source: AsyncGenerator<T>, signal: AbortSignal): AsyncGenerator<T> {
   const aborted = new Promise<'aborted'>((resolve) => {
     if (signal.aborted) resolve('aborted');
     signal.addEventListener('abort', () => resolve('aborted'), { once: true });

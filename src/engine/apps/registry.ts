@@ -12,6 +12,8 @@ import { credentialKeyOf, type ToolAuth } from '../../tools/auth.js';
 export interface AppDefinition {
   name: string;
   agent: BaseAgent;
+  /** The kagent namespace of an app loaded from kagent manifests (its A2A path `/api/a2a/{namespace}/{app}`). */
+  namespace?: string;
 }
 
 /** A registered app. */
@@ -22,6 +24,8 @@ export interface RegisteredApp {
   agents: Map<string, BaseAgent>;
   /** Hash of the tree's structure; an invocation refuses to run on a different one. */
   definitionHash: string;
+  /** The kagent namespace of an app loaded from kagent manifests; undefined for code and native YAML apps. */
+  namespace?: string;
 }
 
 function indexAgents(root: BaseAgent, into: Map<string, BaseAgent>): void {
@@ -71,7 +75,13 @@ export function registerApps(apps: readonly AppDefinition[]): Map<string, Regist
       .update(JSON.stringify(app.agent.definition()))
       .digest('hex')
       .slice(0, 32);
-    registry.set(app.name, { name: app.name, root: app.agent, agents, definitionHash });
+    registry.set(app.name, {
+      name: app.name,
+      root: app.agent,
+      agents,
+      definitionHash,
+      ...(app.namespace ? { namespace: app.namespace } : {}),
+    });
   }
   return registry;
 }

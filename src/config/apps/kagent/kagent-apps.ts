@@ -225,7 +225,11 @@ export function readKagentApp(
   }
   try {
     const builder = new Builder(links, (name) => modelConfigs.modelFor(name, registries), mcpServers);
-    return { app: { name: appName, agent: builder.build(root) }, problems: [] };
+    const namespace = root.data.metadata.namespace;
+    return {
+      app: { name: appName, agent: builder.build(root), ...(namespace ? { namespace } : {}) },
+      problems: [],
+    };
   } catch (err) {
     // The checks above mirror the constructors; this is the safety net for one they missed.
     if (!(err instanceof AgentloomError)) throw err;

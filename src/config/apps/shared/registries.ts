@@ -27,6 +27,8 @@ export interface Registries {
 export interface DeclarativeApp {
   name: string;
   agent: BaseAgent;
+  /** kagent manifests: the root Agent's `metadata.namespace`. */
+  namespace?: string;
 }
 
 /** Built-in tools every file may name. */

@@ -1,0 +1,161 @@
+/**
+ * `agentloom dev` as an A2A server (issue 31), driven by `@a2a-js/sdk`'s own 1.x client at kagent's path: the card,
+ * a confirmation as `input-required` answered on the same task, a long-running call answered with `{callId,
+ * response}` after a restart of `dev` (the task is the invocation: it outlives the process), a dropped stream
+ * resumed with SubscribeToTask and ended by CancelTask, and a v0.3 `message/send` with curl's body from the README.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { freePort, REPO, ServerProcess } from '../support/cli.js';
+
+const START_TIMEOUT_MS = 180_000;
+const APPS = join(REPO, 'test/e2e/fixtures/cli-apps.ts');
+const dir = mkdtempSync(join(tmpdir(), 'agentloom-a2a-'));
+const running: ServerProcess[] = [];
+afterAll(async () => {
+  await Promise.all(running.map((p) => p.stop()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function startDev(port: number): Promise<{ dev: ServerProcess; url: string }> {
+  const dev = new ServerProcess(['dev', '--port', String(port), '--apps', APPS, '--data', join(dir, 'data')]);
+  running.push(dev);
+  const match = await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
+    timeoutMs: START_TIMEOUT_MS - 10_000,
+    what: 'dev to listen',
+  });
+  return { dev, url: match[1] as string };
+}
+
+function client(url: string, app: string): Promise<Client> {
+  return new ClientFactory().createFromUrl(`${url}/api/a2a/default/${app}/`);
+}
+
+function message(text: string, extra: Record<string, unknown> = {}, data?: unknown): SendMessageRequest {
+  return SendMessageRequest.fromJSON({
+    message: {
+      messageId: `m-${Math.random().toString(36).slice(2)}`,
+      role: 'ROLE_USER',
+      parts: data === undefined ? [{ text }] : [{ data }],
+      ...extra,
+    },
+  });
+}
+
+function pendingOf(task: Task): Record<string, unknown> {
+  const part = task.status?.message?.parts[0]?.content;
+  expect(part?.$case).toBe('data');
+  return (part as { value: Record<string, unknown> }).value;
+}
+
+function outputOf(task: Task): string | undefined {
+  const part = task.artifacts[0]?.parts[0]?.content;
+  return part?.$case === 'text' ? part.value : undefined;
+}
+
+function stateOf(event: StreamResponse | undefined): TaskState | undefined {
+  return event?.payload?.$case === 'statusUpdate' ? event.payload.value.status?.state : undefined;
+}
+
+describe('agentloom dev over A2A', () => {
+  it(
+    'serves cards and tasks at kagent paths; tasks outlive a restart; streams resume; v0.3 works',
+    async () => {
+      const port = await freePort();
+      let { dev, url } = await startDev(port);
+
+      const card = await (await fetch(`${url}/api/a2a/default/mail/.well-known/agent-card.json`)).json();
+      expect(card).toMatchObject({
+        name: 'mail',
+        url: `${url}/api/a2a/default/mail`,
+        capabilities: { streaming: true },
+      });
+
+      // a confirmation: input-required, answered by a DataPart on the same task
+      const mail = await client(url, 'mail');
+      const paused = (await mail.sendMessage(message('mail bob'))) as Task;
+      expect(paused.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const asked = pendingOf(paused);
+      expect(asked).toMatchObject({ kind: 'confirmation', tool: 'send_mail', args: { to: 'bob' } });
+      const done = (await mail.sendMessage(
+        message('', { taskId: paused.id }, { callId: asked.callId, confirmed: true, payload: { cc: 'ann' } }),
+      )) as Task;
+      expect(done.id).toBe(paused.id);
+      expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(outputOf(done)).toBe('mail sent with {"cc":"ann"}');
+
+      // a long-running call paused, then dev restarted: the task is still there, and answering it completes it
+      const ticket = await client(url, 'ticket');
+      const waiting = (await ticket.sendMessage(message('open one'))) as Task;
+      expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+      const call = pendingOf(waiting);
+      expect(call).toMatchObject({ kind: 'long_running', tool: 'open_ticket' });
+      await dev.stop();
+      ({ dev, url } = await startDev(port));
+      const after = await client(url, 'ticket');
+      expect((await after.getTask({ tenant: '', id: waiting.id })).status?.state).toBe(
+        TaskState.TASK_STATE_INPUT_REQUIRED,
+      );
+      const answered = (await after.sendMessage(
+        message(
+          '',
+          { taskId: waiting.id, contextId: waiting.contextId },
+          { callId: call.callId, response: { status: 'fixed' } },
+        ),
+      )) as Task;
+      expect(answered.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(outputOf(answered)).toBe('ticket answered: {"status":"fixed"}');
+      expect(outputOf(await (await client(url, 'mail')).getTask({ tenant: '', id: paused.id }))).toBe(
+        'mail sent with {"cc":"ann"}',
+      );
+
+      // a stream dropped after its first event, resumed with SubscribeToTask, ended by CancelTask
+      const waiter = await client(url, 'waiter');
+      const dropped = new AbortController();
+      let taskId = '';
+      for await (const event of waiter.sendMessageStream(message('wait'), { signal: dropped.signal })) {
+        if (event.payload?.$case === 'task') taskId = event.payload.value.id;
+        break;
+      }
+      dropped.abort();
+      expect(taskId).not.toBe('');
+      const resumed: StreamResponse[] = [];
+      for await (const event of waiter.resubscribeTask({ tenant: '', id: taskId })) {
+        resumed.push(event);
+        if (resumed.length === 1) {
+          const cancelled = await waiter.cancelTask({ tenant: '', id: taskId, metadata: {} });
+          expect(cancelled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+        }
+      }
+      expect(resumed[0]?.payload?.$case).toBe('task');
+      expect(stateOf(resumed.at(-1))).toBe(TaskState.TASK_STATE_CANCELED);
+
+      // v0.3: the README's curl body
+      const legacy = await fetch(`${url}/api/a2a/default/mail`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: {
+            message: {
+              kind: 'message',
+              messageId: 'm1',
+              role: 'user',
+              parts: [{ kind: 'text', text: 'mail bob' }],
+            },
+            configuration: { blocking: true },
+          },
+        }),
+      });
+      const body = (await legacy.json()) as { result: { kind: string; status: { state: string } } };
+      expect(body.result).toMatchObject({ kind: 'task', status: { state: 'input-required' } });
+    },
+    START_TIMEOUT_MS * 2,
+  );
+});
