@@ -46,7 +46,7 @@ export function dropUnreadBody(
   let lastAnswered = false;
   const cut = (): void => {
     done();
-    socket.destroy();
+    if (typeof socket.destroy === 'function') socket.destroy();
   };
   const onData = (chunk: Buffer): void => {
     received += chunk.length;
@@ -61,7 +61,8 @@ export function dropUnreadBody(
   // our side is ending (the client reads the answer, then sees the end), and its destroy on the socket's 'finish'
   // is taken back, so that the body is read on. A connection kept alive is still writable: nothing to do.
   const onAnswered = (): void => {
-    if (socket.destroyed || socket.writable) return;
+    // An injected request (fastify.inject) has a stand-in socket without a connection to close.
+    if (socket.destroyed || socket.writable || typeof socket.destroy !== 'function') return;
     lastAnswered = true;
     socket.removeListener('finish', socket.destroy);
   };
