@@ -1,0 +1,299 @@
+/**
+ * One activation of a RemoteA2aAgent, journaled (SEMANTICS §3's promise, for a remote call): the outgoing message
+ * has an id fixed by the node, and the remote task's id is stored as an event of the node as soon as it is known,
+ * so a re-run after a crash follows that task (`tasks/get`, `tasks/resubscribe`) and never sends the message again.
+ * Streams (`message/stream`) when the card says the remote streams, publishing its text as partial events; else
+ * sends without blocking and polls. Our cancel (or deadline) cancels the remote task (`tasks/cancel`).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { TaskState, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
+import { textOf } from '../../core/content.js';
+import { withDeadline } from '../../core/deadline.js';
+import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
+import type { Event } from '../../core/event.js';
+import { visibleOnBranch } from '../branch.js';
+import type { LeafOutcome, NodeRuntime } from '../context.js';
+import { textPart, userMessage, type A2aConnection } from './a2a-connection.js';
+import { RemoteTask } from './remote-task.js';
+
+/** What the run needs of its agent. */
+export interface RemoteRunAgent {
+  readonly name: string;
+  readonly outputKey: string | undefined;
+  readonly timeoutMs: number | undefined;
+  /** The remote's card and client (fetched once per agent instance). */
+  connection(): Promise<A2aConnection>;
+}
+
+/** What the node's events record of its remote task (`actions.agentState`). */
+interface TaskMarker {
+  remoteTask: { taskId: string; contextId: string };
+  /** Set on the event that ended the node: its output or its failure is stored. */
+  remoteEnded?: 'completed' | 'failed';
+}
+
+/** The first poll of a remote that does not stream waits this long (ms); each next one twice as long, up to the cap. */
+const FIRST_POLL_MS = 100;
+const MAX_POLL_MS = 2_000;
+
+function markerOf(event: Event, agent: string): TaskMarker | undefined {
+  if (event.author !== agent) return undefined;
+  const marker = event.actions.agentState?.remoteTask as TaskMarker['remoteTask'] | undefined;
+  return marker?.taskId ? (event.actions.agentState as unknown as TaskMarker) : undefined;
+}
+
+/** Engine machinery (a fence, a cancel, a database fault, a simulated crash): never the remote's failure. */
+function isControlFlow(err: unknown): boolean {
+  return isInfrastructureError(err) || hasErrorCode(err, 'FENCED') || hasErrorCode(err, 'CANCELLED');
+}
+
+/**
+ * Whether a stop of the step should stop the remote task too: our run was cancelled or ran out of time. A lost
+ * lease, a shutdown or an engine closing hands the step to another attempt, which follows the same task.
+ */
+function stopsRemote(reason: unknown): boolean {
+  if (hasErrorCode(reason, 'TIMEOUT')) return true;
+  if (!hasErrorCode(reason, 'CANCELLED')) return false;
+  return (reason as { details?: { engineClosed?: boolean } }).details?.engineClosed !== true;
+}
+
+/** The message parts for the remote: what happened in the session since this agent last answered (ADK's way). */
+export function messagePartsOf(events: readonly Event[], agent: string, branch: string | undefined): Part[] {
+  let start = 0;
+  events.forEach((event, index) => {
+    if (event.author === agent && textOf(event.content)) start = index + 1;
+  });
+  return events.slice(start).flatMap((event) => {
+    const text = textOf(event.content);
+    if (!text || event.partial || event.errorCode || !visibleOnBranch(event.branch, branch)) return [];
+    return [textPart(event.author === 'user' ? text : `For context: [${event.author}] said: ${text}`)];
+  });
+}
+
+/** The remote conversation this agent had in the session, to continue it: the context of its latest task. */
+function contextOf(events: readonly Event[], agent: string): string | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const marker = markerOf(events[i] as Event, agent);
+    if (marker?.remoteTask.contextId) return marker.remoteTask.contextId;
+  }
+  return undefined;
+}
+
+/** Runs (or resumes) one activation of a remote agent. */
+export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise<LeafOutcome> {
+  const markers = rt.journal.flatMap((e) => {
+    const marker = markerOf(e, agent.name);
+    return marker ? [{ event: e, marker }] : [];
+  });
+  const ended = markers.find((m) => m.marker.remoteEnded);
+  if (ended) {
+    // Crash between the stored end and the node's commit: the end stands, the remote is not asked again.
+    return ended.marker.remoteEnded === 'completed'
+      ? { status: 'completed', output: textOf(ended.event.content) ?? '' }
+      : { status: 'failed', error: { code: 'REMOTE_AGENT', message: ended.event.errorMessage ?? '' } };
+  }
+  const run = new RemoteRun(agent, rt, new RemoteTask());
+  const stored = markers.at(-1)?.marker.remoteTask;
+  if (stored) {
+    run.task.taskId = stored.taskId;
+    run.task.contextId = stored.contextId;
+  }
+  try {
+    await withDeadline((signal) => run.drive(signal), {
+      parent: rt.signal,
+      timeoutMs: agent.timeoutMs,
+      error: () =>
+        new AgentloomError(
+          'TIMEOUT',
+          `remote agent ${agent.name} did not finish within timeoutMs (${agent.timeoutMs} ms); its task was cancelled`,
+          { details: { agent: agent.name, timeoutMs: agent.timeoutMs, taskId: run.task.taskId } },
+        ),
+    });
+  } catch (err) {
+    if (isControlFlow(err)) throw err;
+    return { status: 'failed', error: toStoredError(err) };
+  }
+  return run.end();
+}
+
+/** The activation's conversation with the remote. */
+class RemoteRun {
+  private connection: A2aConnection | undefined;
+
+  constructor(
+    private readonly agent: RemoteRunAgent,
+    private readonly rt: NodeRuntime,
+    readonly task: RemoteTask,
+  ) {}
+
+  /** Sends the message (unless the task is known) and follows the task until it settles. */
+  async drive(signal: AbortSignal): Promise<void> {
+    const onAbort = (): void => this.cancelRemote(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.connection = await this.connect();
+      const { client, streaming } = this.connection;
+      if (this.task.taskId) {
+        this.task.applyTask(await client.getTask({ tenant: '', id: this.task.taskId }, { signal }));
+      } else {
+        await this.send(signal);
+      }
+      for (let waitMs = FIRST_POLL_MS; !this.task.settled; waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
+        const id = this.task.taskId as string;
+        if (streaming) {
+          try {
+            await this.consume(client.resubscribeTask({ tenant: '', id }, { signal }));
+          } catch (err) {
+            // The task may have ended between our read and the resubscribe (a remote refuses to follow an ended
+            // task): the next read says.
+            if (signal.aborted || isControlFlow(err)) throw err;
+          }
+          if (this.task.settled) return;
+        }
+        await delay(waitMs, undefined, { signal });
+        this.task.applyTask(await client.getTask({ tenant: '', id }, { signal }));
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async connect(): Promise<A2aConnection> {
+    try {
+      return await this.agent.connection();
+    } catch (err) {
+      if (isControlFlow(err)) throw err;
+      throw new AgentloomError(
+        'REMOTE_AGENT',
+        `remote agent ${this.agent.name}: its agent card could not be read: ${(err as Error).message}`,
+        { cause: err, details: { agent: this.agent.name } },
+      );
+    }
+  }
+
+  /** Sends our message (its id fixed by the node: a re-sent message is the same message). */
+  private async send(signal: AbortSignal): Promise<void> {
+    const { rt, agent } = this;
+    const { client, streaming } = this.connection as A2aConnection;
+    const events = await rt.sessionEvents();
+    const contextId = contextOf(events, agent.name);
+    const request: SendMessageRequest = {
+      tenant: '',
+      message: userMessage({
+        messageId: `${rt.invocationId}:${rt.nodePath}`,
+        parts: messagePartsOf(events, agent.name, rt.branch),
+        ...(contextId ? { contextId } : {}),
+      }),
+      configuration: {
+        acceptedOutputModes: ['text/plain', 'application/json'],
+        taskPushNotificationConfig: undefined,
+        // Not blocking: the task id comes back at once, and is stored before we wait for the work.
+        returnImmediately: true,
+      },
+      metadata: undefined,
+    };
+    await rt.fault('before-remote-send');
+    if (streaming) {
+      const stream = client.sendMessageStream(request, { signal });
+      // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker").
+      const first = await rt.sendLeased(() => stream.next());
+      await this.consume(stream, first);
+      return;
+    }
+    const result = await rt.sendLeased(() => client.sendMessage(request, { signal }));
+    if ('status' in result) {
+      this.task.applyTask(result);
+      await this.remember();
+    } else {
+      this.task.directAnswer = result;
+    }
+  }
+
+  /** Follows a stream until the task settles (or the stream ends), storing the task id when it first shows. */
+  private async consume(
+    stream: AsyncGenerator<StreamResponse, void, undefined>,
+    first?: IteratorResult<StreamResponse, void>,
+  ): Promise<void> {
+    try {
+      for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
+        const known = this.task.taskId;
+        const text = this.task.applyStream(next.value);
+        if (!known && this.task.taskId) await this.remember();
+        if (this.task.settled) return;
+        if (text) this.rt.publishPartial({ role: 'model', parts: [{ text }] });
+      }
+    } finally {
+      await stream.return(undefined).catch(() => undefined);
+    }
+  }
+
+  /** Stores the task id as an event of the node: from now on a re-run follows this task instead of sending. */
+  private async remember(): Promise<void> {
+    const marker: TaskMarker = {
+      remoteTask: { taskId: this.task.taskId as string, contextId: this.task.contextId ?? '' },
+    };
+    await this.rt.emit({
+      author: this.agent.name,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState: { ...marker } },
+    });
+    // Crash here → the next attempt finds the task id stored and follows the task: the message is not sent again.
+    await this.rt.fault('after-remote-task');
+  }
+
+  /** Cancels the remote task when our run was cancelled or ran out of time (best effort: we are stopping). */
+  private cancelRemote(reason: unknown): void {
+    const id = this.task.taskId;
+    if (!id || !this.connection || this.task.settled || !stopsRemote(reason)) return;
+    this.connection.client.cancelTask({ tenant: '', id, metadata: undefined }).catch(() => undefined);
+  }
+
+  /** Stores how the task ended as the node's last event and returns the node's outcome. */
+  async end(): Promise<LeafOutcome> {
+    const { task, agent, rt } = this;
+    const remoteTask = { taskId: task.taskId ?? '', contextId: task.contextId ?? '' };
+    if (task.directAnswer || task.state === TaskState.TASK_STATE_COMPLETED) {
+      const text = task.outputText();
+      await rt.emitDeferred({
+        author: agent.name,
+        content: { role: 'model', parts: [{ text }] },
+        actions: {
+          stateDelta: agent.outputKey ? { [agent.outputKey]: text } : {},
+          artifactDelta: {},
+          agentState: { remoteTask, remoteEnded: 'completed' },
+        },
+      });
+      return { status: 'completed', output: text };
+    }
+    const message = this.failureMessage();
+    await rt.emitDeferred({
+      author: agent.name,
+      errorCode: 'REMOTE_AGENT',
+      errorMessage: message,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState: { remoteTask, remoteEnded: 'failed' } },
+    });
+    return {
+      status: 'failed',
+      error: {
+        code: 'REMOTE_AGENT',
+        message,
+        details: { taskId: remoteTask.taskId, state: TaskState[task.state] },
+      },
+    };
+  }
+
+  private failureMessage(): string {
+    const { task, agent } = this;
+    const said = task.statusText() || 'no reason given';
+    switch (task.state) {
+      case TaskState.TASK_STATE_INPUT_REQUIRED:
+      case TaskState.TASK_STATE_AUTH_REQUIRED:
+        return `remote agent ${agent.name} asks for input, which a remote agent step cannot give it yet: ${said}`;
+      case TaskState.TASK_STATE_CANCELED:
+        return `remote agent ${agent.name}: its task was cancelled by the remote: ${said}`;
+      case TaskState.TASK_STATE_REJECTED:
+        return `remote agent ${agent.name} rejected the task: ${said}`;
+      default:
+        return `remote agent ${agent.name} failed: ${said}`;
+    }
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * RemoteA2aAgent (issue 31, the client half): remote A2A agents as durable steps of a workflow. The remotes are an
+ * agentloom API server on this machine serving a ScriptedModel app, and a small agent on `@a2a-js/sdk`'s own server
+ * that counts the messages it received. A sequence of both completes with their answers in order (outputKey set);
+ * the remote task id is stored before the remote finishes, and a step re-run after the remote accepted the message
+ * follows that task instead of sending again (streaming: resubscribe; not streaming: polls); a remote failure fails
+ * the node with the remote's reason; our cancel cancels the remote task.
+ */
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import {
+  createEngine,
+  RemoteA2aAgent,
+  SequentialAgent,
+  type Engine,
+  type Event,
+  type ScriptedTurn,
+} from '../../src/index.js';
+import { gate, scripted, seenText } from '../support/agents.js';
+import { startSdkAgent, type Behaviour, type SdkAgent } from '../support/a2a-sdk-server.js';
+import { createTestDatabase } from '../support/services.js';
+import { waitFor } from '../support/wait-for.js';
+
+let remoteEngine: Engine;
+let api: ApiApp;
+let apiBase: string;
+const writerSaw: string[] = [];
+
+beforeAll(async () => {
+  const writer = scripted('writer', (turn: ScriptedTurn) => {
+    writerSaw.push(seenText(turn));
+    return 'a draft about otters';
+  });
+  remoteEngine = await createEngine({
+    apps: [{ name: 'drafts', agent: writer }],
+    database: await createTestDatabase(),
+    queue: 'local',
+    logger: pino({ level: 'silent' }),
+  });
+  api = await createApiServer({ engine: remoteEngine, processMetrics: false });
+  apiBase = await api.listen({ port: 0, host: '127.0.0.1' });
+});
+
+afterAll(async () => {
+  await api?.close();
+  await remoteEngine?.close();
+});
+
+const sdkAgents: SdkAgent[] = [];
+afterAll(async () => {
+  for (const agent of sdkAgents) await agent.close();
+});
+
+async function sdkAgent(
+  behave: (text: string) => Behaviour,
+  options: { streaming?: boolean } = {},
+): Promise<SdkAgent> {
+  const agent = await startSdkAgent(behave, options);
+  sdkAgents.push(agent);
+  return agent;
+}
+
+/** A simulated crash the first time `point` is reached. */
+function crashOnce(point: string) {
+  let crashed = 0;
+  return {
+    get crashed() {
+      return crashed;
+    },
+    hook: (reached: string) => {
+      if (reached === point && crashed === 0) {
+        crashed++;
+        throw Object.assign(new Error(`simulated crash at ${point}`), { crash: true });
+      }
+    },
+  };
+}
+
+async function clientEngine(
+  agent: RemoteA2aAgent | SequentialAgent,
+  options: { faults?: (point: string) => void } = {},
+): Promise<Engine> {
+  return createEngine({
+    apps: [{ name: 'client', agent }],
+    database: await createTestDatabase(),
+    queue: 'local',
+    reconcileIntervalMs: 0,
+    leaseMs: 30_000,
+    logger: pino({ level: 'silent' }),
+    ...(options.faults ? { faults: options.faults } : {}),
+  });
+}
+
+async function eventsOf(engine: Engine, invocationId: string): Promise<Event[]> {
+  const events: Event[] = [];
+  for await (const event of engine.events(invocationId)) events.push(event);
+  return events;
+}
+
+/** The remote task id the node stored, once it did. */
+async function storedTaskId(
+  engine: Engine,
+  invocationId: string,
+  author: string,
+): Promise<string | undefined> {
+  const events = await eventsOf(engine, invocationId);
+  const marker = events.find((e) => e.author === author && e.actions.agentState?.remoteTask);
+  return (marker?.actions.agentState?.remoteTask as { taskId?: string } | undefined)?.taskId;
+}
+
+describe('a sequence of remote agents', () => {
+  it('runs an agentloom app and an SDK agent in order: their answers are the outputs, outputKey set', async () => {
+    const reviewer = await sdkAgent((text) => ({ reply: `reviewed (${text.length} chars)` }));
+    const pipeline = new SequentialAgent({
+      name: 'pipeline',
+      subAgents: [
+        new RemoteA2aAgent({ name: 'drafter', agentCard: `${apiBase}/a2a/drafts`, outputKey: 'draft' }),
+        new RemoteA2aAgent({ name: 'reviewer', agentCard: reviewer.url, outputKey: 'review' }),
+      ],
+    });
+    const engine = await clientEngine(pipeline);
+    try {
+      const { invocationId, sessionId } = await engine.enqueue({
+        app: 'client',
+        userId: 'u',
+        input: 'write about otters',
+      });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('completed');
+      const session = await engine.getSession(sessionId);
+      expect(session.state.draft).toBe('a draft about otters');
+      expect(session.state.review).toMatch(/^reviewed \(\d+ chars\)$/);
+      expect(result.output).toBe(session.state.review);
+      const answers = session.events.filter((e) => e.content && !e.partial && e.author !== 'user');
+      expect(answers.map((e) => [e.author, e.content?.parts[0]?.text])).toEqual([
+        ['drafter', 'a draft about otters'],
+        ['reviewer', session.state.review],
+      ]);
+      // The remote app's model got the user's message; the SDK agent got it and the draft, as context.
+      expect(writerSaw.some((seen) => seen.includes('write about otters'))).toBe(true);
+      expect(reviewer.received).toEqual([
+        'write about otters\nFor context: [drafter] said: a draft about otters',
+      ]);
+      // The message id is the node's: the same on every attempt.
+      expect(reviewer.messageIds).toEqual([`${invocationId}:pipeline/reviewer`]);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe.each([
+  { streaming: true, how: 'resubscribes' },
+  { streaming: false, how: 'polls' },
+])('a step re-run after the remote accepted the message (streaming: $streaming)', ({ streaming, how }) => {
+  it(`${how} the stored task and never sends again`, async () => {
+    const hold = gate();
+    const remote = await sdkAgent(() => ({ reply: 'the slow answer', hold: hold.promise }), { streaming });
+    const fault = crashOnce('after-remote-task');
+    const agent = new RemoteA2aAgent({ name: 'slow', agentCard: remote.url, outputKey: 'answer' });
+    const engine = await clientEngine(agent, { faults: fault.hook });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'take your time' });
+      // Stored before the remote finished (it is held), and the first attempt crashed right after storing it.
+      const taskId = await waitFor(() => storedTaskId(engine, invocationId, 'slow'), { what: 'task id' });
+      expect(remote.tasks).toEqual([taskId]);
+      await waitFor(async () => (await engine.nodes(invocationId))[0]?.attempt === 2, { what: 'the re-run' });
+      expect(fault.crashed).toBe(1);
+      hold.open();
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('completed');
+      expect(result.output).toBe('the slow answer');
+      expect((await engine.getSession(result.sessionId)).state.answer).toBe('the slow answer');
+      expect(remote.received).toHaveLength(1);
+      expect(remote.cancelled).toEqual([]);
+    } finally {
+      hold.open();
+      await engine.close();
+    }
+  });
+});
+
+describe('remote failures and cancels', () => {
+  it("fails the node with the remote's reason when the remote task fails", async () => {
+    const remote = await sdkAgent(() => ({ fail: 'the otter database is on fire' }));
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'fragile', agentCard: remote.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('failed');
+      expect(result.error?.code).toBe('REMOTE_AGENT');
+      expect(result.error?.message).toContain('the otter database is on fire');
+      const [node] = await engine.nodes(invocationId);
+      expect(node?.status).toBe('failed');
+      expect(node?.error?.message).toContain('the otter database is on fire');
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('cancels the remote task when our run is cancelled', async () => {
+    const hold = gate();
+    const remote = await sdkAgent(() => ({ reply: 'never', hold: hold.promise }));
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'patient', agentCard: remote.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const taskId = await waitFor(() => storedTaskId(engine, invocationId, 'patient'), { what: 'task id' });
+      const cancelled = await engine.cancel(invocationId);
+      expect(cancelled.status).toBe('cancelled');
+      await waitFor(() => remote.cancelled.includes(taskId), { what: 'tasks/cancel at the remote' });
+      expect(remote.cancelled).toEqual([taskId]);
+    } finally {
+      hold.open();
+      await engine.close();
+    }
+  });
+});
