@@ -216,3 +216,42 @@ describe('remote failures and cancels', () => {
     }
   });
 });
+
+describe('a remote that asks for input', () => {
+  it("pauses our run with the remote's question and forwards our answer to the remote task", async () => {
+    for (const streaming of [true, false]) {
+      const remote = await sdkAgent(() => ({ ask: 'which colour?' }), { streaming });
+      const agent = new RemoteA2aAgent({ name: 'painter', agentCard: remote.url, outputKey: 'paint' });
+      const engine = await clientEngine(agent);
+      try {
+        const { invocationId, sessionId } = await engine.enqueue({
+          app: 'client',
+          userId: 'u',
+          input: 'paint',
+        });
+        const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+        expect(paused.status).toBe('paused');
+        const [pending] = paused.pending;
+        expect(pending).toMatchObject({
+          kind: 'long_running',
+          name: 'agentloom_remote_input',
+          hint: 'which colour?',
+          args: { question: 'which colour?', taskId: remote.tasks[0] },
+        });
+        await engine.respond({
+          invocationId,
+          functionResponses: [{ id: pending!.callId, response: { answer: 'blue' } }],
+        });
+        const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+        expect(result.status).toBe('completed');
+        expect(result.output).toBe('answered: blue');
+        expect((await engine.getSession(sessionId)).state.paint).toBe('answered: blue');
+        // One task: the question and the answer were two messages of it.
+        expect(remote.received).toEqual(['paint', 'blue']);
+        expect(new Set(remote.tasks)).toEqual(new Set([remote.tasks[0]]));
+      } finally {
+        await engine.close();
+      }
+    }
+  });
+});

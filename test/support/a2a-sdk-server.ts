@@ -2,7 +2,7 @@
  * A small A2A agent built on `@a2a-js/sdk`'s own server (DefaultRequestHandler, an AgentExecutor, the JSON-RPC
  * transport handler over node:http, since express — the SDK's optional peer — is not installed): what a remote
  * agent of another vendor looks like to RemoteA2aAgent. It counts the messages it received and the cancels, and
- * answers by `behave(text)`: a reply, a failure, or a reply held until the test opens its gate.
+ * answers by `behave(text)`: a reply, a failure, a reply held until the test opens its gate, or a question.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { AgentCard, formatSSEEvent, Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
@@ -19,7 +19,11 @@ import {
 } from '@a2a-js/sdk/server';
 
 /** How the agent answers a message. */
-export type Behaviour = { reply: string; hold?: Promise<void> } | { fail: string; hold?: Promise<void> };
+export type Behaviour =
+  | { reply: string; hold?: Promise<void> }
+  | { fail: string; hold?: Promise<void> }
+  /** Asks `ask` (input-required), then answers `answered: <the answer's text, or its data as JSON>`. */
+  | { ask: string };
 
 /** The running server and what it saw. */
 export interface SdkAgent {
@@ -65,7 +69,7 @@ class ScriptedExecutor implements AgentExecutor {
     const { taskId, contextId } = request;
     const message = request.userMessage;
     const said = message.parts
-      .flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : []))
+      .map((p) => (p.content?.$case === 'text' ? p.content.value : JSON.stringify(p.content?.value)))
       .join('\n');
     this.seen.received.push(said);
     this.seen.messageIds.push(message.messageId);
@@ -92,7 +96,13 @@ class ScriptedExecutor implements AgentExecutor {
       }),
     );
     bus.publish(status(TaskState.TASK_STATE_WORKING, 'working on it'));
-    const behaviour = this.behave(said);
+    // A follow-up message of a task that asked: the answer.
+    const behaviour: Behaviour = request.task ? { reply: `answered: ${said}` } : this.behave(said);
+    if ('ask' in behaviour) {
+      bus.publish(status(TaskState.TASK_STATE_INPUT_REQUIRED, behaviour.ask));
+      bus.finished();
+      return;
+    }
     let stopped = false;
     await Promise.race([
       behaviour.hold ?? Promise.resolve(),

@@ -66,12 +66,20 @@ export function textPart(text: string): Part {
   return { content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' };
 }
 
-/** Our outgoing user message (`contextId` continues the remote conversation of an earlier turn). */
-export function userMessage(options: { messageId: string; parts: Part[]; contextId?: string }): Message {
+/**
+ * Our outgoing user message: `contextId` continues the remote conversation of an earlier turn, `taskId` answers a
+ * task that asked for input.
+ */
+export function userMessage(options: {
+  messageId: string;
+  parts: Part[];
+  contextId?: string;
+  taskId?: string;
+}): Message {
   return {
     messageId: options.messageId,
     contextId: options.contextId ?? '',
-    taskId: '',
+    taskId: options.taskId ?? '',
     role: Role.ROLE_USER,
     parts: options.parts,
     metadata: undefined,
@@ -83,4 +91,14 @@ export function userMessage(options: { messageId: string; parts: Part[]; context
 /** The text parts of parts, joined. */
 export function textOfParts(parts: readonly Part[] | undefined): string {
   return (parts ?? []).flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])).join('');
+}
+
+/** A data part (a JSON object). */
+export function dataPart(data: Record<string, unknown>): Part {
+  return { content: { $case: 'data', value: data }, metadata: undefined, filename: '', mediaType: '' };
+}
+
+/** The data parts' objects. */
+export function dataOfParts(parts: readonly Part[] | undefined): unknown[] {
+  return (parts ?? []).flatMap((p) => (p.content?.$case === 'data' ? [p.content.value as unknown] : []));
 }

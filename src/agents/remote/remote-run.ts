@@ -3,7 +3,8 @@
  * has an id fixed by the node, and the remote task's id is stored as an event of the node as soon as it is known,
  * so a re-run after a crash follows that task (`tasks/get`, `tasks/resubscribe`) and never sends the message again.
  * Streams (`message/stream`) when the card says the remote streams, publishing its text as partial events; else
- * sends without blocking and polls. Our cancel (or deadline) cancels the remote task (`tasks/cancel`).
+ * sends without blocking and polls. Our cancel (or deadline) cancels the remote task (`tasks/cancel`). A task that
+ * asks for input pauses the node with the remote's question; the answer is forwarded to the task (remote-input.ts).
  */
 import { setTimeout as delay } from 'node:timers/promises';
 import { TaskState, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
@@ -11,9 +12,18 @@ import { textOf } from '../../core/content.js';
 import { withDeadline } from '../../core/deadline.js';
 import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
 import type { Event } from '../../core/event.js';
+import { newId } from '../../core/ids.js';
 import { visibleOnBranch } from '../branch.js';
 import type { LeafOutcome, NodeRuntime } from '../context.js';
 import { textPart, userMessage, type A2aConnection } from './a2a-connection.js';
+import {
+  answerOf,
+  answerParts,
+  openRequest,
+  pauseRequestOf,
+  questionIdOf,
+  REMOTE_INPUT,
+} from './remote-input.js';
 import { RemoteTask } from './remote-task.js';
 
 /** What the run needs of its agent. */
@@ -23,6 +33,11 @@ export interface RemoteRunAgent {
   readonly timeoutMs: number | undefined;
   /** The remote's card and client (fetched once per agent instance). */
   connection(): Promise<A2aConnection>;
+}
+
+/** Whether the task waits for input (ours to give: our user is asked). */
+function asksInput(state: TaskState): boolean {
+  return state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED;
 }
 
 /** What the node's events record of its remote task (`actions.agentState`). */
@@ -119,6 +134,8 @@ export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise
 /** The activation's conversation with the remote. */
 class RemoteRun {
   private connection: A2aConnection | undefined;
+  /** The question this activation forwarded an answer to: until the remote moves on, it is not asked again. */
+  private forwardedFor: string | undefined;
 
   constructor(
     private readonly agent: RemoteRunAgent,
@@ -135,10 +152,11 @@ class RemoteRun {
       const { client, streaming } = this.connection;
       if (this.task.taskId) {
         this.task.applyTask(await client.getTask({ tenant: '', id: this.task.taskId }, { signal }));
+        await this.forwardAnswer(signal);
       } else {
         await this.send(signal);
       }
-      for (let waitMs = FIRST_POLL_MS; !this.task.settled; waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
+      for (let waitMs = FIRST_POLL_MS; !this.settled(); waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
         const id = this.task.taskId as string;
         if (streaming) {
           try {
@@ -148,7 +166,7 @@ class RemoteRun {
             // task): the next read says.
             if (signal.aborted || isControlFlow(err)) throw err;
           }
-          if (this.task.settled) return;
+          if (this.settled()) return;
         }
         await delay(waitMs, undefined, { signal });
         this.task.applyTask(await client.getTask({ tenant: '', id }, { signal }));
@@ -174,16 +192,93 @@ class RemoteRun {
   /** Sends our message (its id fixed by the node: a re-sent message is the same message). */
   private async send(signal: AbortSignal): Promise<void> {
     const { rt, agent } = this;
-    const { client, streaming } = this.connection as A2aConnection;
     const events = await rt.sessionEvents();
     const contextId = contextOf(events, agent.name);
-    const request: SendMessageRequest = {
+    const request = this.request({
+      messageId: `${rt.invocationId}:${rt.nodePath}`,
+      parts: messagePartsOf(events, agent.name, rt.branch),
+      ...(contextId ? { contextId } : {}),
+    });
+    await rt.fault('before-remote-send');
+    await this.dispatch(request, signal, async () => undefined);
+  }
+
+  /**
+   * Sends a message (streaming when the remote streams) and follows the task; `accepted` runs once the remote took
+   * the message (its first answer), before the task is followed further.
+   */
+  private async dispatch(
+    request: SendMessageRequest,
+    signal: AbortSignal,
+    accepted: () => Promise<void>,
+  ): Promise<void> {
+    const { rt } = this;
+    const { client, streaming } = this.connection as A2aConnection;
+    if (streaming) {
+      const stream = client.sendMessageStream(request, { signal });
+      // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker").
+      const first = await rt.sendLeased(() => stream.next());
+      let taken = false;
+      await this.consume(stream, first, async () => {
+        if (taken) return;
+        taken = true;
+        await accepted();
+      });
+      return;
+    }
+    const result = await rt.sendLeased(() => client.sendMessage(request, { signal }));
+    const known = this.task.taskId;
+    if ('status' in result) this.task.applyTask(result);
+    else this.task.directAnswer = result;
+    if (!known && this.task.taskId) await this.remember();
+    await accepted();
+  }
+
+  /** Whether the task settled: ended, or asks a question we have not just answered. */
+  private settled(): boolean {
+    const { task } = this;
+    if (!task.settled) return false;
+    return !(asksInput(task.state) && questionIdOf(task) === this.forwardedFor);
+  }
+
+  /** Forwards our user's answer to the remote's open question, if the node paused for it and the answer came. */
+  private async forwardAnswer(signal: AbortSignal): Promise<void> {
+    const { rt, agent, task } = this;
+    if (!asksInput(task.state)) return;
+    const open = openRequest(rt.journal, agent.name);
+    // A question asked since (or none asked yet): the remote moved on, or the node pauses for it below.
+    if (!open || open.questionId !== questionIdOf(task)) return;
+    const answer = answerOf(rt.journal, open.callId);
+    if (!answer) return;
+    this.forwardedFor = open.questionId;
+    const request = this.request({
+      messageId: `${rt.invocationId}:${rt.nodePath}:${open.callId}`,
+      parts: answerParts(answer),
+      taskId: task.taskId as string,
+      ...(task.contextId ? { contextId: task.contextId } : {}),
+    });
+    await this.dispatch(request, signal, async () => {
+      // Crash before this → the next attempt sees the task still asking the same question and forwards again.
+      await rt.emit({
+        author: agent.name,
+        actions: {
+          stateDelta: {},
+          artifactDelta: {},
+          agentState: { remoteTask: this.markerTask(), remoteAnswered: open.callId },
+        },
+      });
+    });
+  }
+
+  private markerTask(): TaskMarker['remoteTask'] {
+    return { taskId: this.task.taskId ?? '', contextId: this.task.contextId ?? '' };
+  }
+
+  /** A non-blocking send of `message`. */
+  private request(message: Parameters<typeof userMessage>[0]): SendMessageRequest {
+    return {
       tenant: '',
-      message: userMessage({
-        messageId: `${rt.invocationId}:${rt.nodePath}`,
-        parts: messagePartsOf(events, agent.name, rt.branch),
-        ...(contextId ? { contextId } : {}),
-      }),
+      message: userMessage(message),
       configuration: {
         acceptedOutputModes: ['text/plain', 'application/json'],
         taskPushNotificationConfig: undefined,
@@ -192,34 +287,21 @@ class RemoteRun {
       },
       metadata: undefined,
     };
-    await rt.fault('before-remote-send');
-    if (streaming) {
-      const stream = client.sendMessageStream(request, { signal });
-      // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker").
-      const first = await rt.sendLeased(() => stream.next());
-      await this.consume(stream, first);
-      return;
-    }
-    const result = await rt.sendLeased(() => client.sendMessage(request, { signal }));
-    if ('status' in result) {
-      this.task.applyTask(result);
-      await this.remember();
-    } else {
-      this.task.directAnswer = result;
-    }
   }
 
   /** Follows a stream until the task settles (or the stream ends), storing the task id when it first shows. */
   private async consume(
     stream: AsyncGenerator<StreamResponse, void, undefined>,
     first?: IteratorResult<StreamResponse, void>,
+    accepted?: () => Promise<void>,
   ): Promise<void> {
     try {
       for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
         const known = this.task.taskId;
         const text = this.task.applyStream(next.value);
         if (!known && this.task.taskId) await this.remember();
-        if (this.task.settled) return;
+        await accepted?.();
+        if (this.settled()) return;
         if (text) this.rt.publishPartial({ role: 'model', parts: [{ text }] });
       }
     } finally {
@@ -250,7 +332,8 @@ class RemoteRun {
   /** Stores how the task ended as the node's last event and returns the node's outcome. */
   async end(): Promise<LeafOutcome> {
     const { task, agent, rt } = this;
-    const remoteTask = { taskId: task.taskId ?? '', contextId: task.contextId ?? '' };
+    const remoteTask = this.markerTask();
+    if (!task.directAnswer && asksInput(task.state)) return this.pause();
     if (task.directAnswer || task.state === TaskState.TASK_STATE_COMPLETED) {
       const text = task.outputText();
       await rt.emitDeferred({
@@ -285,9 +368,6 @@ class RemoteRun {
     const { task, agent } = this;
     const said = task.statusText() || 'no reason given';
     switch (task.state) {
-      case TaskState.TASK_STATE_INPUT_REQUIRED:
-      case TaskState.TASK_STATE_AUTH_REQUIRED:
-        return `remote agent ${agent.name} asks for input, which a remote agent step cannot give it yet: ${said}`;
       case TaskState.TASK_STATE_CANCELED:
         return `remote agent ${agent.name}: its task was cancelled by the remote: ${said}`;
       case TaskState.TASK_STATE_REJECTED:
@@ -295,5 +375,34 @@ class RemoteRun {
       default:
         return `remote agent ${agent.name} failed: ${said}`;
     }
+  }
+
+  /**
+   * Pauses the node with the remote's question: asked once (the request event commits with the pause), asked
+   * again under the same call id when the node re-runs before the answer came.
+   */
+  private async pause(): Promise<LeafOutcome> {
+    const { rt, agent, task } = this;
+    const questionId = questionIdOf(task);
+    const open = openRequest(rt.journal, agent.name);
+    if (open && open.questionId === questionId && !answerOf(rt.journal, open.callId)) {
+      return { status: 'paused', requests: [pauseRequestOf(task, open.callId, agent.name)] };
+    }
+    const callId = newId('remote_input');
+    const request = pauseRequestOf(task, callId, agent.name);
+    await rt.emitDeferred({
+      author: agent.name,
+      content: {
+        role: 'model',
+        parts: [{ functionCall: { id: callId, name: REMOTE_INPUT, args: request.args } }],
+      },
+      longRunningToolIds: [callId],
+      actions: {
+        stateDelta: {},
+        artifactDelta: {},
+        agentState: { remoteTask: this.markerTask(), remoteInput: { callId, questionId } },
+      },
+    });
+    return { status: 'paused', requests: [request] };
   }
 }
