@@ -11,13 +11,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import {
   createEngine,
+  FunctionTool,
   RemoteA2aAgent,
   SequentialAgent,
   type Engine,
   type Event,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { gate, scripted, seenText } from '../support/agents.js';
+import { call, gate, scripted, seenText } from '../support/agents.js';
 import { startSdkAgent, type Behaviour, type SdkAgent } from '../support/a2a-sdk-server.js';
 import { createTestDatabase } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
@@ -32,8 +33,22 @@ beforeAll(async () => {
     writerSaw.push(seenText(turn));
     return 'a draft about otters';
   });
+  const send = new FunctionTool({
+    name: 'send_mail',
+    description: 'sends a mail',
+    requireConfirmation: true,
+    execute: () => ({ sent: true }),
+  });
+  const mailer = scripted(
+    'mailer',
+    (turn: ScriptedTurn) => (turn.callIndex === 0 ? call('send_mail', { to: 'bob' }) : 'mail sent to bob'),
+    { tools: [send] },
+  );
   remoteEngine = await createEngine({
-    apps: [{ name: 'drafts', agent: writer }],
+    apps: [
+      { name: 'drafts', agent: writer },
+      { name: 'mail', agent: mailer },
+    ],
     database: await createTestDatabase(),
     queue: 'local',
     logger: pino({ level: 'silent' }),
@@ -150,6 +165,42 @@ describe('a sequence of remote agents', () => {
   });
 });
 
+describe('streaming', () => {
+  it("publishes the remote's status texts as partial events of the node (never stored)", async () => {
+    const hold = gate();
+    const remote = await sdkAgent(() => ({ reply: 'streamed answer', hold: hold.promise }));
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'streamer', agentCard: remote.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const seen: Event[] = [];
+      const following = (async () => {
+        for await (const event of engine.events(invocationId, { follow: true, partial: true }))
+          seen.push(event);
+      })();
+      // Following (the user's event came), and the remote holds: what it says next is seen live.
+      await waitFor(() => seen.length > 0 && remote.tasks.length > 0, {
+        what: 'a follower and a remote task',
+      });
+      hold.open();
+      await following;
+      const partials = seen.filter((e) => e.partial);
+      expect(partials).toContainEqual(
+        expect.objectContaining({
+          author: 'streamer',
+          nodePath: 'streamer',
+          content: { role: 'model', parts: [{ text: 'almost done' }] },
+        }),
+      );
+      const stored = await eventsOf(engine, invocationId);
+      expect(stored.some((e) => e.partial)).toBe(false);
+      expect(stored.at(-1)?.content?.parts[0]?.text).toBe('streamed answer');
+    } finally {
+      hold.open();
+      await engine.close();
+    }
+  });
+});
+
 describe.each([
   { streaming: true, how: 'resubscribes' },
   { streaming: false, how: 'polls' },
@@ -252,6 +303,32 @@ describe('a remote that asks for input', () => {
       } finally {
         await engine.close();
       }
+    }
+  });
+
+  it("answers an agentloom remote's confirmation with a DataPart: the remote run resumes on the same task", async () => {
+    const agent = new RemoteA2aAgent({ name: 'mail_relay', agentCard: `${apiBase}/a2a/mail` });
+    const engine = await clientEngine(agent);
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'mail bob' });
+      const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(paused.status).toBe('paused');
+      const [pending] = paused.pending;
+      // The remote's pending call, as its input-required status message carries it.
+      const [asked] = (pending?.args.data ?? []) as { callId: string; tool: string }[];
+      expect(asked).toMatchObject({ tool: 'send_mail' });
+      const remoteTask = String(pending?.args.taskId);
+      expect((await remoteEngine.get(remoteTask)).status).toBe('paused');
+      await engine.respond({
+        invocationId,
+        functionResponses: [{ id: pending!.callId, response: { callId: asked!.callId, confirmed: true } }],
+      });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('completed');
+      expect(result.output).toBe('mail sent to bob');
+      expect((await remoteEngine.get(remoteTask)).status).toBe('completed');
+    } finally {
+      await engine.close();
     }
   });
 });

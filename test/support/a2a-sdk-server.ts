@@ -110,6 +110,7 @@ class ScriptedExecutor implements AgentExecutor {
     ]);
     this.stops.delete(taskId);
     if (stopped) return;
+    if (behaviour.hold) bus.publish(status(TaskState.TASK_STATE_WORKING, 'almost done'));
     if ('fail' in behaviour) {
       bus.publish(status(TaskState.TASK_STATE_FAILED, behaviour.fail));
     } else {
