@@ -232,6 +232,27 @@ describe.each([
   });
 });
 
+describe('a step re-run after the message left and before the task id was stored', () => {
+  it('sends the same message id again: an agentloom remote answers with the same task, run once', async () => {
+    const fault = crashOnce('before-remote-task');
+    const agent = new RemoteA2aAgent({ name: 'drafter', agentCard: `${apiBase}/a2a/drafts` });
+    const engine = await clientEngine(agent, { faults: fault.hook });
+    const before = writerSaw.length;
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'otters again' });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(fault.crashed).toBe(1);
+      expect(result.status).toBe('completed');
+      expect(result.output).toBe('a draft about otters');
+      expect((await engine.nodes(invocationId))[0]?.attempt).toBe(2);
+      // One remote run: its model was called once for this message.
+      expect(writerSaw.slice(before).filter((seen) => seen.includes('otters again'))).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('remote failures and cancels', () => {
   it("fails the node with the remote's reason when the remote task fails", async () => {
     const remote = await sdkAgent(() => ({ fail: 'the otter database is on fire' }));

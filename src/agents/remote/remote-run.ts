@@ -311,6 +311,9 @@ class RemoteRun {
 
   /** Stores the task id as an event of the node: from now on a re-run follows this task instead of sending. */
   private async remember(): Promise<void> {
+    // Crash here → the message reached the remote but its task id is not ours: the next attempt sends it again
+    // under the same message id (an agentloom remote answers with the same task; others may start a second one).
+    await this.rt.fault('before-remote-task');
     const marker: TaskMarker = {
       remoteTask: { taskId: this.task.taskId as string, contextId: this.task.contextId ?? '' },
     };
