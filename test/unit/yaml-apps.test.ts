@@ -247,14 +247,14 @@ agents:
       timeoutMs: 60000,
       outputKey: 'review',
     });
-    // The same tree in code has the same definition hash; header values (secrets) are not part of it.
+    // The same tree in code has the same definition hash; the URL and the header values are not part of it.
     const inCode = new SequentialAgent({
       name: 'pipeline',
       subAgents: [
         new RemoteA2aAgent({
           name: 'reviewer',
           description: 'reviews drafts',
-          agentCard: 'http://127.0.0.1:9/a2a/review',
+          agentCard: 'http://reviews.elsewhere:8080/a2a/review',
           outputKey: 'review',
         }),
       ],

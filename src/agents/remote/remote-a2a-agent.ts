@@ -85,14 +85,12 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
     return 'custom';
   }
 
-  /** The card's URL (or, for a given card, its name): header values are secrets and stay out. */
+  /**
+   * The structure only (`outputKey`): where the remote lives (its URL, often from the environment, which may differ
+   * between an API process and its workers) and the headers (secrets) stay out of the definition hash.
+   */
   override definition(): Record<string, unknown> {
-    const card = this.agentCard;
-    return {
-      ...super.definition(),
-      remote: typeof card === 'string' ? card : String((card as { name?: unknown }).name ?? ''),
-      outputKey: this.outputKey ?? null,
-    };
+    return { ...super.definition(), remote: true, outputKey: this.outputKey ?? null };
   }
 
   /** The remote's card and SDK client: fetched on first use and kept; a failed fetch is tried again next time. */
