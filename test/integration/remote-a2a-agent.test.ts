@@ -271,6 +271,25 @@ describe('remote failures and cancels', () => {
     }
   });
 
+  it('fails the node with TIMEOUT after timeoutMs and cancels the remote task', async () => {
+    const hold = gate();
+    const remote = await sdkAgent(() => ({ reply: 'too late', hold: hold.promise }));
+    const agent = new RemoteA2aAgent({ name: 'sluggish', agentCard: remote.url, timeoutMs: 300 });
+    const engine = await clientEngine(agent);
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('failed');
+      expect(result.error?.code).toBe('TIMEOUT');
+      expect(result.error?.message).toContain('timeoutMs (300 ms)');
+      await waitFor(() => remote.cancelled.length === 1, { what: 'tasks/cancel at the remote' });
+      expect(remote.cancelled).toEqual(remote.tasks);
+    } finally {
+      hold.open();
+      await engine.close();
+    }
+  });
+
   it('cancels the remote task when our run is cancelled', async () => {
     const hold = gate();
     const remote = await sdkAgent(() => ({ reply: 'never', hold: hold.promise }));
