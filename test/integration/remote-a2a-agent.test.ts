@@ -271,6 +271,21 @@ describe('remote failures and cancels', () => {
     }
   });
 
+  it('fails the node with REMOTE_AGENT when the remote cannot be reached', async () => {
+    const gone = await startSdkAgent(() => ({ reply: 'never' }));
+    await gone.close();
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'absent', agentCard: gone.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('failed');
+      expect(result.error?.code).toBe('REMOTE_AGENT');
+      expect(result.error?.message).toMatch(/^remote agent absent: its agent card could not be read/);
+    } finally {
+      await engine.close();
+    }
+  });
+
   it('fails the node with TIMEOUT after timeoutMs and cancels the remote task', async () => {
     const hold = gate();
     const remote = await sdkAgent(() => ({ reply: 'too late', hold: hold.promise }));

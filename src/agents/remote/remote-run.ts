@@ -50,6 +50,8 @@ interface TaskMarker {
 /** The first poll of a remote that does not stream waits this long (ms); each next one twice as long, up to the cap. */
 const FIRST_POLL_MS = 100;
 const MAX_POLL_MS = 2_000;
+/** Reads of a known task that may fail in a row (network, remote restarting) before the node fails. */
+const MAX_FAILED_READS = 5;
 
 function markerOf(event: Event, agent: string): TaskMarker | undefined {
   if (event.author !== agent) return undefined;
@@ -126,7 +128,15 @@ export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise
     });
   } catch (err) {
     if (isControlFlow(err)) throw err;
-    return { status: 'failed', error: toStoredError(err) };
+    // The remote's JSON-RPC errors (an unknown task after its restart, a refused message) and transport failures.
+    const failure =
+      err instanceof AgentloomError
+        ? err
+        : new AgentloomError('REMOTE_AGENT', `remote agent ${agent.name}: ${(err as Error).message}`, {
+            cause: err,
+            details: { agent: agent.name, ...(run.task.taskId ? { taskId: run.task.taskId } : {}) },
+          });
+    return { status: 'failed', error: toStoredError(failure) };
   }
   return run.end();
 }
@@ -154,8 +164,14 @@ class RemoteRun {
         this.task.applyTask(await client.getTask({ tenant: '', id: this.task.taskId }, { signal }));
         await this.forwardAnswer(signal);
       } else {
-        await this.send(signal);
+        try {
+          await this.send(signal);
+        } catch (err) {
+          // A stream that broke after the task id was stored: the task is ours, followed below.
+          if (!this.task.taskId || signal.aborted || isControlFlow(err)) throw err;
+        }
       }
+      let failedReads = 0;
       for (let waitMs = FIRST_POLL_MS; !this.settled(); waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
         const id = this.task.taskId as string;
         if (streaming) {
@@ -169,7 +185,13 @@ class RemoteRun {
           if (this.settled()) return;
         }
         await delay(waitMs, undefined, { signal });
-        this.task.applyTask(await client.getTask({ tenant: '', id }, { signal }));
+        try {
+          this.task.applyTask(await client.getTask({ tenant: '', id }, { signal }));
+          failedReads = 0;
+        } catch (err) {
+          // A blip of the network or the remote while we wait: read again (backing off), a few times.
+          if (signal.aborted || isControlFlow(err) || ++failedReads >= MAX_FAILED_READS) throw err;
+        }
       }
     } finally {
       signal.removeEventListener('abort', onAbort);
