@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { TaskState } from '@a2a-js/sdk';
 import { RemoteA2aAgent, type Event } from '../../src/index.js';
 import { cardUrlOf } from '../../src/agents/remote/a2a-connection.js';
-import { messagePartsOf } from '../../src/agents/remote/remote-run.js';
+import { messagePartsOf } from '../../src/agents/remote/remote-journal.js';
 import { RemoteTask } from '../../src/agents/remote/remote-task.js';
 
 function event(author: string, text: string, extra: Partial<Event> = {}): Event {

@@ -7,15 +7,13 @@
  * asks for input pauses the node with the remote's question; the answer is forwarded to the task (remote-input.ts).
  */
 import { setTimeout as delay } from 'node:timers/promises';
-import { TaskState, type Part, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
+import { TaskState, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
 import { textOf } from '../../core/content.js';
 import { withDeadline } from '../../core/deadline.js';
-import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
-import type { Event } from '../../core/event.js';
+import { AgentloomError, toStoredError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
-import { visibleOnBranch } from '../branch.js';
 import type { LeafOutcome, NodeRuntime } from '../context.js';
-import { textPart, userMessage, type A2aConnection } from './a2a-connection.js';
+import { userMessage, type A2aConnection } from './a2a-connection.js';
 import {
   answerOf,
   answerParts,
@@ -24,6 +22,15 @@ import {
   questionIdOf,
   REMOTE_INPUT,
 } from './remote-input.js';
+import {
+  asksInput,
+  contextOf,
+  isControlFlow,
+  markerOf,
+  messagePartsOf,
+  stopsRemote,
+  type TaskMarker,
+} from './remote-journal.js';
 import { RemoteTask } from './remote-task.js';
 
 /** What the run needs of its agent. */
@@ -35,66 +42,11 @@ export interface RemoteRunAgent {
   connection(): Promise<A2aConnection>;
 }
 
-/** Whether the task waits for input (ours to give: our user is asked). */
-function asksInput(state: TaskState): boolean {
-  return state === TaskState.TASK_STATE_INPUT_REQUIRED || state === TaskState.TASK_STATE_AUTH_REQUIRED;
-}
-
-/** What the node's events record of its remote task (`actions.agentState`). */
-interface TaskMarker {
-  remoteTask: { taskId: string; contextId: string };
-  /** Set on the event that ended the node: its output or its failure is stored. */
-  remoteEnded?: 'completed' | 'failed';
-}
-
 /** The first poll of a remote that does not stream waits this long (ms); each next one twice as long, up to the cap. */
 const FIRST_POLL_MS = 100;
 const MAX_POLL_MS = 2_000;
 /** Reads of a known task that may fail in a row (network, remote restarting) before the node fails. */
 const MAX_FAILED_READS = 5;
-
-function markerOf(event: Event, agent: string): TaskMarker | undefined {
-  if (event.author !== agent) return undefined;
-  const marker = event.actions.agentState?.remoteTask as TaskMarker['remoteTask'] | undefined;
-  return marker?.taskId ? (event.actions.agentState as unknown as TaskMarker) : undefined;
-}
-
-/** Engine machinery (a fence, a cancel, a database fault, a simulated crash): never the remote's failure. */
-function isControlFlow(err: unknown): boolean {
-  return isInfrastructureError(err) || hasErrorCode(err, 'FENCED') || hasErrorCode(err, 'CANCELLED');
-}
-
-/**
- * Whether a stop of the step should stop the remote task too: our run was cancelled or ran out of time. A lost
- * lease, a shutdown or an engine closing hands the step to another attempt, which follows the same task.
- */
-function stopsRemote(reason: unknown): boolean {
-  if (hasErrorCode(reason, 'TIMEOUT')) return true;
-  if (!hasErrorCode(reason, 'CANCELLED')) return false;
-  return (reason as { details?: { engineClosed?: boolean } }).details?.engineClosed !== true;
-}
-
-/** The message parts for the remote: what happened in the session since this agent last answered (ADK's way). */
-export function messagePartsOf(events: readonly Event[], agent: string, branch: string | undefined): Part[] {
-  let start = 0;
-  events.forEach((event, index) => {
-    if (event.author === agent && textOf(event.content)) start = index + 1;
-  });
-  return events.slice(start).flatMap((event) => {
-    const text = textOf(event.content);
-    if (!text || event.partial || event.errorCode || !visibleOnBranch(event.branch, branch)) return [];
-    return [textPart(event.author === 'user' ? text : `For context: [${event.author}] said: ${text}`)];
-  });
-}
-
-/** The remote conversation this agent had in the session, to continue it: the context of its latest task. */
-function contextOf(events: readonly Event[], agent: string): string | undefined {
-  for (let i = events.length - 1; i >= 0; i--) {
-    const marker = markerOf(events[i] as Event, agent);
-    if (marker?.remoteTask.contextId) return marker.remoteTask.contextId;
-  }
-  return undefined;
-}
 
 /** Runs (or resumes) one activation of a remote agent. */
 export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise<LeafOutcome> {
