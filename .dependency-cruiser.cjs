@@ -114,11 +114,13 @@ const ROOMS = {
   },
   agents: {
     /** index.ts, the floor's public face. */
-    face: { path: '^src/agents/index\\.ts$', may: ['base', 'llm', 'workflow'] },
+    face: { path: '^src/agents/index\\.ts$', may: ['base', 'llm', 'workflow', 'remote'] },
     /** LlmAgent: the model ↔ tool loop. */
     llm: { path: '^src/agents/llm/', may: ['base'] },
     /** WorkflowAgent and its Sequential/Parallel/Loop state machines. */
     workflow: { path: '^src/agents/workflow/', may: ['base'] },
+    /** RemoteA2aAgent: an agent of another A2A server as a durable leaf (the A2A client). */
+    remote: { path: '^src/agents/remote/', may: ['base'] },
     /** BaseAgent, its InvocationContext, branches, AgentTool: what every kind of agent builds on. */
     base: { path: top('agents', 'index.ts'), may: [] },
   },
@@ -202,6 +204,12 @@ module.exports = {
     driverRule('driver-queue', ['bullmq', 'ioredis'], 'queue'),
     driverRule('driver-models', ['@google/genai', 'openai', '@anthropic-ai/sdk'], 'models'),
     driverRule('driver-api', ['fastify', '@fastify/[^/]+', 'fastify-type-provider-zod'], 'api'),
+    // The A2A client (v1.0 and its v0.3 compat): RemoteA2aAgent's room only (api/a2a/ is the server side).
+    driverRule(
+      'driver-a2a-client',
+      ['@a2a-js/sdk/dist/client', '@a2a-js/sdk/dist/compat/v0_3/client'],
+      'agents/remote',
+    ),
   ],
   options: {
     doNotFollow: { path: 'node_modules' },

@@ -5,6 +5,7 @@ export type * from './llm/callbacks.js';
 export * from './context.js';
 export * from './llm/llm-agent.js';
 export type { Instruction, LlmAgentOptions } from './llm/llm-agent-options.js';
+export * from './remote/remote-a2a-agent.js';
 export * from './workflow/loop-agent.js';
 export * from './workflow/parallel-agent.js';
 export * from './workflow/sequential-agent.js';

@@ -20,6 +20,8 @@ export type ErrorCode =
   | 'TIMEOUT'
   | 'CONFIG'
   | 'AUTH'
+  /** A remote A2A agent failed, rejected or refused the task, or could not be reached. */
+  | 'REMOTE_AGENT'
   | 'INTERNAL';
 
 /** Options of {@link AgentloomError}. */

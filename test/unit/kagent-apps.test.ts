@@ -21,6 +21,7 @@ import {
   McpToolset,
   ParallelAgent,
   registerApps,
+  RemoteA2aAgent,
   ScriptedModel,
   SequentialAgent,
 } from '../../src/index.js';
@@ -222,6 +223,45 @@ describe('kagent manifests', () => {
     expect((agents[1] as LoopAgent).maxIterations).toBe(3);
     expect((agents[3] as LoopAgent).maxIterations).toBe(5);
     expect(agents[2]?.subAgents.map((a) => a.name)).toEqual(['web', 'docs']);
+  });
+
+  it('makes a subagent with url (reference 001 SubagentConfig) a RemoteA2aAgent: in a workflow and alone', async () => {
+    const dir = folder({
+      'all.yaml': [
+        agent(
+          'boss',
+          `    subagents:
+      - workflow:
+          type: Sequential
+          agents:
+            - { name: writer }
+            - { name: code-reviewer, url: 'http://code-reviewer.kagent:8080', headers: { x-team: a }, timeout: 30, description: reviews }
+      - { agent: { name: far-away, url: 'https://agents.example.com/a2a/far' } }`,
+        ),
+        agent('writer'),
+      ].join('---\n'),
+    });
+    const { apps, errors } = await loadAppsFromYaml(dir, registries);
+    expect(errors ?? []).toEqual([]);
+    const boss = apps[0]?.agent as LlmAgent;
+    const [pipeline, alone] = (boss.options.tools as AgentTool[]).map((t) => t.agent);
+    expect(pipeline?.subAgents.map((a) => [a.constructor, a.name])).toEqual([
+      [LlmAgent, 'writer'],
+      [RemoteA2aAgent, 'code_reviewer'],
+    ]);
+    expect(pipeline?.subAgents[1]).toMatchObject({
+      agentCard: 'http://code-reviewer.kagent:8080',
+      headers: { 'x-team': 'a' },
+      timeoutMs: 30_000,
+      description: 'reviews',
+    });
+    expect(alone).toBeInstanceOf(RemoteA2aAgent);
+    expect(alone).toMatchObject({ name: 'far_away', agentCard: 'https://agents.example.com/a2a/far' });
+    expect(
+      await problems({
+        'a.yaml': agent('boss', `    subagents:\n      - { agent: { name: x, url: 'ftp://x' } }`),
+      }),
+    ).toEqual([expect.stringContaining("write url as the remote agent's http(s) base URL")]);
   });
 
   it('reports the subagent rules of the proposal at once', async () => {

@@ -18,6 +18,7 @@ import {
   LoopAgent,
   ParallelAgent,
   registerApps,
+  RemoteA2aAgent,
   ScriptedModel,
   SequentialAgent,
   type BaseAgent,
@@ -220,6 +221,45 @@ agents:
     const loop = apps[0]?.agent as LoopAgent;
     expect(loop.maxIterations).toBe(5);
     expect(loop.subAgents[0]).toBeInstanceOf(LlmAgent);
+  });
+
+  it('builds a RemoteA2aAgent from type: RemoteA2aAgent with its card URL, headers, timeout and outputKey', async () => {
+    const path = yamlFile(`app: remote
+root: pipeline
+agents:
+  - { name: pipeline, type: SequentialAgent, subAgents: [reviewer] }
+  - name: reviewer
+    type: RemoteA2aAgent
+    description: reviews drafts
+    agentCard: http://127.0.0.1:9/a2a/review
+    headers: { authorization: Bearer t0k3n }
+    timeoutMs: 60000
+    outputKey: review
+`);
+    const { apps } = await loadAppsFromYaml(path, {});
+    const remote = apps[0]?.agent.subAgents[0] as RemoteA2aAgent;
+    expect(remote).toBeInstanceOf(RemoteA2aAgent);
+    expect(remote).toMatchObject({
+      name: 'reviewer',
+      description: 'reviews drafts',
+      agentCard: 'http://127.0.0.1:9/a2a/review',
+      headers: { authorization: 'Bearer t0k3n' },
+      timeoutMs: 60000,
+      outputKey: 'review',
+    });
+    // The same tree in code has the same definition hash; the URL and the header values are not part of it.
+    const inCode = new SequentialAgent({
+      name: 'pipeline',
+      subAgents: [
+        new RemoteA2aAgent({
+          name: 'reviewer',
+          description: 'reviews drafts',
+          agentCard: 'http://reviews.elsewhere:8080/a2a/review',
+          outputKey: 'review',
+        }),
+      ],
+    });
+    expect(hashOf('remote', apps[0]!.agent)).toBe(hashOf('remote', inCode));
   });
 
   it('reads a folder: one app per native document, the kagent manifests as one more app', async () => {

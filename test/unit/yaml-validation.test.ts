@@ -57,6 +57,25 @@ agents:
     ]);
   });
 
+  it('checks a RemoteA2aAgent: its agentCard URL, no sub-agents', async () => {
+    expect(
+      await problems(`app: a
+agents:
+  - name: remote
+    type: RemoteA2aAgent
+    agentCard: ftp://example.com/card
+    subAgents: [x]
+`),
+    ).toEqual([
+      "F:5:16: agents[0].agentCard: write agentCard as the agent's http(s) URL or its card's, e.g. agentCard: http://localhost:8080/a2a/writer",
+      expect.stringMatching(/^F:6:5: agents\[0\]\.subAgents: unknown key "subAgents" in RemoteA2aAgent/),
+      'F:6:17: agents[0].subAgents[0]: no agent named "x" in this app; define it under agents: or inline here',
+    ]);
+    expect(await problems('app: a\nagents:\n  - { name: remote, type: RemoteA2aAgent }\n')).toEqual([
+      "F:3:5: agents[0].agentCard: missing; write agentCard: <the agent's URL or its card's>, e.g. agentCard: http://localhost:8080/a2a/writer",
+    ]);
+  });
+
   it('reports YAML syntax errors with their position', async () => {
     expect(await problems('app: a\nagents:\n  - name: writer\n    model: fast\n   bad: [1, 2\n')).toEqual([
       'F:5:1: (yaml): Sequence item without - indicator; fix the YAML syntax here',

@@ -110,6 +110,9 @@ export class EngineA2aHandler implements A2ARequestHandler {
       app: this.options.app,
       userId,
       input,
+      // A message sent again (a client that crashed before it stored the task id re-sends the same messageId) is
+      // the same task, not a second run. Per user, so that no caller reaches another's task by guessing an id.
+      idempotencyKey: `a2a:${userId}:${message.messageId}`,
       ...(message.contextId ? { sessionId: message.contextId } : {}),
       createdBy: this.options.actor,
     });

@@ -78,7 +78,11 @@ export class LocalSteps {
   /** Aborts every in-flight step (abrupt close). */
   abortAll(): void {
     for (const step of this.running.values()) {
-      step.controller.abort(new AgentloomError('CANCELLED', 'the engine was closed'));
+      // `engineClosed`: the run goes on elsewhere, so a remote agent's task is not cancelled with the step.
+      const reason = new AgentloomError('CANCELLED', 'the engine was closed', {
+        details: { engineClosed: true },
+      });
+      step.controller.abort(reason);
     }
   }
 

@@ -21,6 +21,7 @@ import { LlmAgent } from '../../../agents/llm/llm-agent.js';
 import { LoopAgent } from '../../../agents/workflow/loop-agent.js';
 import { ParallelAgent } from '../../../agents/workflow/parallel-agent.js';
 import { SequentialAgent } from '../../../agents/workflow/sequential-agent.js';
+import { RemoteA2aAgent } from '../../../agents/remote/remote-a2a-agent.js';
 import { AgentloomError } from '../../../core/errors.js';
 import { AgentTool } from '../../../agents/agent-tool.js';
 import { McpToolset } from '../../../tools/mcp/mcp-toolset.js';
@@ -30,7 +31,12 @@ import type { Toolset } from '../../../tools/toolset.js';
 import { McpServers } from './kagent-mcp-servers.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
 import { ModelConfigs } from './kagent-model-configs.js';
-import { APP_ANNOTATION, kagentAgentSchema, type KagentSubagent } from './kagent-schema.js';
+import {
+  APP_ANNOTATION,
+  kagentAgentSchema,
+  type KagentAgentReference,
+  type KagentSubagent,
+} from './kagent-schema.js';
 import { toIdentifier } from '../native/native-schema.js';
 import { modelProblem, toolProblem, type DeclarativeApp, type Registries } from '../shared/registries.js';
 import type { ConfigProblem, YamlDocument, YamlPath } from '../shared/yaml-source.js';
@@ -116,6 +122,18 @@ class Builder {
     if (existing) return existing;
     const { spec } = manifest.data;
     const target = (name: string): BaseAgent => this.build(this.links.target(name));
+    // An agent served elsewhere (reference 001's SubagentConfig with url): a RemoteA2aAgent; else an Agent here.
+    const reference = (ref: KagentAgentReference): BaseAgent =>
+      ref.url === undefined
+        ? target(ref.name)
+        : new RemoteA2aAgent({
+            name: toIdentifier(ref.name),
+            agentCard: ref.url,
+            ...(ref.description !== undefined ? { description: ref.description } : {}),
+            ...(ref.headers ? { headers: ref.headers } : {}),
+            // kagent's timeout is in seconds (an httpx timeout).
+            ...(ref.timeout !== undefined ? { timeoutMs: ref.timeout * 1000 } : {}),
+          });
     const tools: (Tool | Toolset | string)[] = [];
     for (const tool of spec.declarative.tools ?? []) {
       const ref = tool.mcpServer;
@@ -133,7 +151,7 @@ class Builder {
       if (tool.type === 'Agent' && tool.agent) tools.push(new AgentTool({ agent: target(tool.agent.name) }));
     }
     (spec.declarative.subagents ?? []).forEach((subagent, index) => {
-      if (subagent.agent) tools.push(new AgentTool({ agent: target(subagent.agent.name) }));
+      if (subagent.agent) tools.push(new AgentTool({ agent: reference(subagent.agent) }));
       const workflow = subagent.workflow;
       if (!workflow) return;
       const options = {
@@ -142,7 +160,7 @@ class Builder {
           subagent.description ??
           subagent.role ??
           `Runs ${workflow.agents.map((a) => a.name).join(', ')} (${workflow.type.toLowerCase()})`,
-        subAgents: workflow.agents.map((ref) => target(ref.name)),
+        subAgents: workflow.agents.map(reference),
       };
       const agent =
         workflow.type === 'Sequential'

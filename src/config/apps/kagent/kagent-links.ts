@@ -70,7 +70,8 @@ function referencesOf(from: Manifest | InvalidManifest): Omit<Reference, 'from'>
   const refs: Omit<Reference, 'from'>[] = [];
   const add = (target: unknown, path: YamlPath, step: boolean): void => {
     const reference = nameOf(target);
-    if (reference === undefined) return;
+    // A reference with a url is an agent served elsewhere (a RemoteA2aAgent), not an Agent of the folder.
+    if (reference === undefined || (isRecord(target) && target.url !== undefined)) return;
     const namespace = isRecord(target) && typeof target.namespace === 'string' ? target.namespace : undefined;
     const description =
       isRecord(target) && typeof target.description === 'string' ? target.description : undefined;

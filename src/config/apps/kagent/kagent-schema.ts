@@ -46,7 +46,11 @@ const kubernetesName = (example: string) =>
 const text = (key: string, example: string) =>
   z.string({ error: `write ${key} as text, e.g. ${key}: "${example}"` }).optional();
 
-/** A reference to another Agent of the folder (`name`, or `namespace/name` in a workflow). */
+/**
+ * A reference to another Agent of the folder (`name`, or `namespace/name` in a workflow), or with `url` to an agent
+ * served elsewhere over A2A (reference 001's SubagentConfig: `{name, url, headers?, timeout?}`), which becomes a
+ * RemoteA2aAgent.
+ */
 const agentReference = z.strictObject({
   name: z
     .string({
@@ -58,7 +62,25 @@ const agentReference = z.strictObject({
   apiGroup: z.literal('kagent.dev', { error: 'write apiGroup: kagent.dev' }).optional(),
   namespace: text('namespace', 'kagent'),
   description: text('description', 'Reviews code for errors'),
+  url: z
+    .url({
+      protocol: /^https?$/,
+      error: "write url as the remote agent's http(s) base URL, e.g. url: http://code-reviewer.kagent:8080",
+    })
+    .optional(),
+  headers: z
+    .record(z.string(), z.string({ error: 'write each value of headers as text' }), {
+      error: 'write headers as a mapping of names to text, e.g. headers: { authorization: Bearer … }',
+    })
+    .optional(),
+  timeout: z
+    .number({ error: 'write timeout as a number of seconds, e.g. timeout: 300' })
+    .positive('timeout must be a positive number of seconds, e.g. timeout: 300')
+    .optional(),
 });
+
+/** An agent reference as parsed. */
+export type KagentAgentReference = z.infer<typeof agentReference>;
 
 const workflowSchema = z
   .strictObject({

@@ -9,12 +9,18 @@ import type { LlmAgentOptions } from '../../../agents/llm/llm-agent-options.js';
 import { LoopAgent } from '../../../agents/workflow/loop-agent.js';
 import { ParallelAgent } from '../../../agents/workflow/parallel-agent.js';
 import { SequentialAgent } from '../../../agents/workflow/sequential-agent.js';
+import { RemoteA2aAgent } from '../../../agents/remote/remote-a2a-agent.js';
 import { AgentloomError } from '../../../core/errors.js';
 import { AgentTool } from '../../../agents/agent-tool.js';
 import { McpToolset } from '../../../tools/mcp/mcp-toolset.js';
 import type { Tool } from '../../../tools/tool.js';
 import type { Toolset } from '../../../tools/toolset.js';
-import { appDocumentSchema, type LlmAgentData } from './native-schema.js';
+import {
+  appDocumentSchema,
+  type LlmAgentData,
+  type RemoteAgentData,
+  type WorkflowAgentData,
+} from './native-schema.js';
 import { SpecReader, type AgentRef, type AgentSpec } from './native-spec.js';
 import type { DeclarativeApp, Registries } from '../shared/registries.js';
 import { suggest, type ConfigProblem, type YamlDocument } from '../shared/yaml-source.js';
@@ -180,8 +186,14 @@ class Builder {
           outputSchema: spec.outputSchema,
         }),
       );
+    } else if (spec.type === 'RemoteA2aAgent') {
+      const { agentCard, headers, timeoutMs, outputKey } = spec.data as RemoteAgentData;
+      const { subAgents: _none, ...leaf } = base;
+      agent = new RemoteA2aAgent(withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey }));
     } else if (spec.type === 'LoopAgent') {
-      agent = new LoopAgent(withoutUndefined({ ...base, maxIterations: spec.data.maxIterations ?? 5 }));
+      agent = new LoopAgent(
+        withoutUndefined({ ...base, maxIterations: (spec.data as WorkflowAgentData).maxIterations ?? 5 }),
+      );
     } else {
       agent =
         spec.type === 'SequentialAgent'

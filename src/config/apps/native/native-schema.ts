@@ -7,7 +7,13 @@
 import { z } from 'zod';
 
 /** Agent types of the native format, the classes they become. */
-export const AGENT_TYPES = ['LlmAgent', 'SequentialAgent', 'ParallelAgent', 'LoopAgent'] as const;
+export const AGENT_TYPES = [
+  'LlmAgent',
+  'SequentialAgent',
+  'ParallelAgent',
+  'LoopAgent',
+  'RemoteA2aAgent',
+] as const;
 
 /** One of {@link AGENT_TYPES}. */
 export type AgentType = (typeof AGENT_TYPES)[number];
@@ -148,18 +154,46 @@ export const loopAgentSchema = z.strictObject({
     .default(5),
 });
 
+const textMap = (key: string) =>
+  z
+    .record(z.string(), z.string({ error: `write each value of ${key} as text` }), {
+      error: `write ${key} as a mapping of names to text`,
+    })
+    .optional();
+
+/** A RemoteA2aAgent: an agent of another A2A server, reached through its card. */
+export const remoteA2aAgentSchema = z.strictObject({
+  ...common,
+  agentCard: z.url({
+    protocol: /^https?$/,
+    error: (issue) =>
+      issue.input === undefined
+        ? "missing; write agentCard: <the agent's URL or its card's>, e.g. agentCard: http://localhost:8080/a2a/writer"
+        : "write agentCard as the agent's http(s) URL or its card's, e.g. agentCard: http://localhost:8080/a2a/writer",
+  }),
+  headers: textMap('headers'),
+  timeoutMs: milliseconds('timeoutMs', 300000),
+  outputKey: z
+    .string({ error: 'write outputKey as a state key, e.g. outputKey: review' })
+    .min(1, 'write outputKey as a state key, e.g. outputKey: review')
+    .optional(),
+});
+
 /** The schema of each agent type. */
 export const AGENT_SCHEMAS = {
   LlmAgent: llmAgentSchema,
   SequentialAgent: sequentialAgentSchema,
   ParallelAgent: parallelAgentSchema,
   LoopAgent: loopAgentSchema,
+  RemoteA2aAgent: remoteA2aAgentSchema,
 } as const;
 
 /** A parsed LlmAgent definition. */
 export type LlmAgentData = z.infer<typeof llmAgentSchema>;
 /** A parsed workflow agent definition (LoopAgent's has `maxIterations`). */
 export type WorkflowAgentData = z.infer<typeof sequentialAgentSchema> & { maxIterations?: number };
+/** A parsed RemoteA2aAgent definition. */
+export type RemoteAgentData = z.infer<typeof remoteA2aAgentSchema>;
 
 /** A tool entry that offers an agent as a tool (an AgentTool). */
 export const agentToolSchema = z.strictObject({
@@ -175,13 +209,6 @@ const names = (key: string) =>
       error: `write ${key} as a list of tool names, e.g. ${key}: [search]`,
     })
     .optional();
-const textMap = (key: string) =>
-  z
-    .record(z.string(), z.string({ error: `write each value of ${key} as text` }), {
-      error: `write ${key} as a mapping of names to text`,
-    })
-    .optional();
-
 /**
  * A tool entry that offers an MCP server's tools (an McpToolset): `mcp: { url | command, … }`. A stdio server's
  * command runs in the YAML file's folder unless `cwd` says otherwise.

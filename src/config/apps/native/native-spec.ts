@@ -14,6 +14,7 @@ import {
   mcpToolSchema,
   type AgentType,
   type LlmAgentData,
+  type RemoteAgentData,
   type WorkflowAgentData,
 } from './native-schema.js';
 import { modelProblem, toolProblem, type Registries } from '../shared/registries.js';
@@ -43,7 +44,7 @@ export interface AgentSpec {
   type: AgentType;
   /** Path of the definition's mapping. */
   path: YamlPath;
-  data: LlmAgentData | WorkflowAgentData;
+  data: LlmAgentData | WorkflowAgentData | RemoteAgentData;
   subAgents: (AgentSpec | AgentRef)[];
   tools: ToolSpec[];
   outputSchema?: z.ZodType;
@@ -126,7 +127,7 @@ export class SpecReader {
       if (name !== undefined) this.invalidNames.add(name);
       return undefined;
     }
-    const data = parsed.data as LlmAgentData | WorkflowAgentData;
+    const data = parsed.data as LlmAgentData | WorkflowAgentData | RemoteAgentData;
     const spec: AgentSpec = { name: data.name, type: type as AgentType, path, data, subAgents, tools };
     if (outputSchema) spec.outputSchema = outputSchema;
     this.specs.set(spec.name, spec);

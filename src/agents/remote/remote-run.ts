@@ -1,0 +1,385 @@
+/**
+ * One activation of a RemoteA2aAgent, journaled (SEMANTICS §3's promise, for a remote call): the outgoing message
+ * has an id fixed by the node, and the remote task's id is stored as an event of the node as soon as it is known,
+ * so a re-run after a crash follows that task (`tasks/get`, `tasks/resubscribe`) and never sends the message again.
+ * Streams (`message/stream`) when the card says the remote streams, publishing its text as partial events; else
+ * sends without blocking and polls. Our cancel (or deadline) cancels the remote task (`tasks/cancel`). A task that
+ * asks for input pauses the node with the remote's question; the answer is forwarded to the task (remote-input.ts).
+ */
+import { setTimeout as delay } from 'node:timers/promises';
+import { TaskState, type SendMessageRequest, type StreamResponse } from '@a2a-js/sdk';
+import { textOf } from '../../core/content.js';
+import { withDeadline } from '../../core/deadline.js';
+import { AgentloomError, toStoredError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
+import type { LeafOutcome, NodeRuntime } from '../context.js';
+import { userMessage, type A2aConnection } from './a2a-connection.js';
+import {
+  answerOf,
+  answerParts,
+  openRequest,
+  pauseRequestOf,
+  questionIdOf,
+  REMOTE_INPUT,
+} from './remote-input.js';
+import {
+  asksInput,
+  contextOf,
+  isControlFlow,
+  markerOf,
+  messagePartsOf,
+  stopsRemote,
+  type TaskMarker,
+} from './remote-journal.js';
+import { RemoteTask } from './remote-task.js';
+
+/** What the run needs of its agent. */
+export interface RemoteRunAgent {
+  readonly name: string;
+  readonly outputKey: string | undefined;
+  readonly timeoutMs: number | undefined;
+  /** The remote's card and client (fetched once per agent instance). */
+  connection(): Promise<A2aConnection>;
+}
+
+/** The first poll of a remote that does not stream waits this long (ms); each next one twice as long, up to the cap. */
+const FIRST_POLL_MS = 100;
+const MAX_POLL_MS = 2_000;
+/** Reads of a known task that may fail in a row (network, remote restarting) before the node fails. */
+const MAX_FAILED_READS = 5;
+
+/** Runs (or resumes) one activation of a remote agent. */
+export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise<LeafOutcome> {
+  const markers = rt.journal.flatMap((e) => {
+    const marker = markerOf(e, agent.name);
+    return marker ? [{ event: e, marker }] : [];
+  });
+  const ended = markers.find((m) => m.marker.remoteEnded);
+  if (ended) {
+    // Crash between the stored end and the node's commit: the end stands, the remote is not asked again.
+    return ended.marker.remoteEnded === 'completed'
+      ? { status: 'completed', output: textOf(ended.event.content) ?? '' }
+      : { status: 'failed', error: { code: 'REMOTE_AGENT', message: ended.event.errorMessage ?? '' } };
+  }
+  const run = new RemoteRun(agent, rt, new RemoteTask());
+  const stored = markers.at(-1)?.marker.remoteTask;
+  if (stored) {
+    run.task.taskId = stored.taskId;
+    run.task.contextId = stored.contextId;
+  }
+  try {
+    await withDeadline((signal) => run.drive(signal), {
+      parent: rt.signal,
+      timeoutMs: agent.timeoutMs,
+      error: () =>
+        new AgentloomError(
+          'TIMEOUT',
+          `remote agent ${agent.name} did not finish within timeoutMs (${agent.timeoutMs} ms); its task was cancelled`,
+          { details: { agent: agent.name, timeoutMs: agent.timeoutMs, taskId: run.task.taskId } },
+        ),
+    });
+  } catch (err) {
+    if (isControlFlow(err)) throw err;
+    // The remote's JSON-RPC errors (an unknown task after its restart, a refused message) and transport failures.
+    const failure =
+      err instanceof AgentloomError
+        ? err
+        : new AgentloomError('REMOTE_AGENT', `remote agent ${agent.name}: ${(err as Error).message}`, {
+            cause: err,
+            details: { agent: agent.name, ...(run.task.taskId ? { taskId: run.task.taskId } : {}) },
+          });
+    return { status: 'failed', error: toStoredError(failure) };
+  }
+  return run.end();
+}
+
+/** The activation's conversation with the remote. */
+class RemoteRun {
+  private connection: A2aConnection | undefined;
+  /** The question this activation forwarded an answer to: until the remote moves on, it is not asked again. */
+  private forwardedFor: string | undefined;
+
+  constructor(
+    private readonly agent: RemoteRunAgent,
+    private readonly rt: NodeRuntime,
+    readonly task: RemoteTask,
+  ) {}
+
+  /** Sends the message (unless the task is known) and follows the task until it settles. */
+  async drive(signal: AbortSignal): Promise<void> {
+    const onAbort = (): void => this.cancelRemote(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.connection = await this.connect();
+      const { client, streaming } = this.connection;
+      if (this.task.taskId) {
+        this.task.applyTask(await client.getTask({ tenant: '', id: this.task.taskId }, { signal }));
+        await this.forwardAnswer(signal);
+      } else {
+        try {
+          await this.send(signal);
+        } catch (err) {
+          // A stream that broke after the task id was stored: the task is ours, followed below.
+          if (!this.task.taskId || signal.aborted || isControlFlow(err)) throw err;
+        }
+      }
+      let failedReads = 0;
+      for (let waitMs = FIRST_POLL_MS; !this.settled(); waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
+        const id = this.task.taskId as string;
+        if (streaming) {
+          try {
+            await this.consume(client.resubscribeTask({ tenant: '', id }, { signal }));
+          } catch (err) {
+            // The task may have ended between our read and the resubscribe (a remote refuses to follow an ended
+            // task): the next read says.
+            if (signal.aborted || isControlFlow(err)) throw err;
+          }
+          if (this.settled()) return;
+        }
+        await delay(waitMs, undefined, { signal });
+        try {
+          this.task.applyTask(await client.getTask({ tenant: '', id }, { signal }));
+          failedReads = 0;
+        } catch (err) {
+          // A blip of the network or the remote while we wait: read again (backing off), a few times.
+          if (signal.aborted || isControlFlow(err) || ++failedReads >= MAX_FAILED_READS) throw err;
+        }
+      }
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+    }
+  }
+
+  private async connect(): Promise<A2aConnection> {
+    try {
+      return await this.agent.connection();
+    } catch (err) {
+      if (isControlFlow(err)) throw err;
+      throw new AgentloomError(
+        'REMOTE_AGENT',
+        `remote agent ${this.agent.name}: its agent card could not be read: ${(err as Error).message}`,
+        { cause: err, details: { agent: this.agent.name } },
+      );
+    }
+  }
+
+  /** Sends our message (its id fixed by the node: a re-sent message is the same message). */
+  private async send(signal: AbortSignal): Promise<void> {
+    const { rt, agent } = this;
+    const events = await rt.sessionEvents();
+    const contextId = contextOf(events, agent.name);
+    const request = this.request({
+      messageId: `${rt.invocationId}:${rt.nodePath}`,
+      parts: messagePartsOf(events, agent.name, rt.branch),
+      ...(contextId ? { contextId } : {}),
+    });
+    await rt.fault('before-remote-send');
+    await this.dispatch(request, signal, async () => undefined);
+  }
+
+  /**
+   * Sends a message (streaming when the remote streams) and follows the task; `accepted` runs once the remote took
+   * the message (its first answer), before the task is followed further.
+   */
+  private async dispatch(
+    request: SendMessageRequest,
+    signal: AbortSignal,
+    accepted: () => Promise<void>,
+  ): Promise<void> {
+    const { rt } = this;
+    const { client, streaming } = this.connection as A2aConnection;
+    if (streaming) {
+      const stream = client.sendMessageStream(request, { signal });
+      // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker").
+      const first = await rt.sendLeased(() => stream.next());
+      let taken = false;
+      await this.consume(stream, first, async () => {
+        if (taken) return;
+        taken = true;
+        await accepted();
+      });
+      return;
+    }
+    const result = await rt.sendLeased(() => client.sendMessage(request, { signal }));
+    const known = this.task.taskId;
+    if ('status' in result) this.task.applyTask(result);
+    else this.task.directAnswer = result;
+    if (!known && this.task.taskId) await this.remember();
+    await accepted();
+  }
+
+  /** Whether the task settled: ended, or asks a question we have not just answered. */
+  private settled(): boolean {
+    const { task } = this;
+    if (!task.settled) return false;
+    return !(asksInput(task.state) && questionIdOf(task) === this.forwardedFor);
+  }
+
+  /** Forwards our user's answer to the remote's open question, if the node paused for it and the answer came. */
+  private async forwardAnswer(signal: AbortSignal): Promise<void> {
+    const { rt, agent, task } = this;
+    if (!asksInput(task.state)) return;
+    const open = openRequest(rt.journal, agent.name);
+    // A question asked since (or none asked yet): the remote moved on, or the node pauses for it below.
+    if (!open || open.questionId !== questionIdOf(task)) return;
+    const answer = answerOf(rt.journal, open.callId);
+    if (!answer) return;
+    this.forwardedFor = open.questionId;
+    const request = this.request({
+      messageId: `${rt.invocationId}:${rt.nodePath}:${open.callId}`,
+      parts: answerParts(answer),
+      taskId: task.taskId as string,
+      ...(task.contextId ? { contextId: task.contextId } : {}),
+    });
+    await this.dispatch(request, signal, async () => {
+      // Crash before this → the next attempt sees the task still asking the same question and forwards again.
+      await rt.emit({
+        author: agent.name,
+        actions: {
+          stateDelta: {},
+          artifactDelta: {},
+          agentState: { remoteTask: this.markerTask(), remoteAnswered: open.callId },
+        },
+      });
+    });
+  }
+
+  private markerTask(): TaskMarker['remoteTask'] {
+    return { taskId: this.task.taskId ?? '', contextId: this.task.contextId ?? '' };
+  }
+
+  /** A non-blocking send of `message`. */
+  private request(message: Parameters<typeof userMessage>[0]): SendMessageRequest {
+    return {
+      tenant: '',
+      message: userMessage(message),
+      configuration: {
+        acceptedOutputModes: ['text/plain', 'application/json'],
+        taskPushNotificationConfig: undefined,
+        // Not blocking: the task id comes back at once, and is stored before we wait for the work.
+        returnImmediately: true,
+      },
+      metadata: undefined,
+    };
+  }
+
+  /** Follows a stream until the task settles (or the stream ends), storing the task id when it first shows. */
+  private async consume(
+    stream: AsyncGenerator<StreamResponse, void, undefined>,
+    first?: IteratorResult<StreamResponse, void>,
+    accepted?: () => Promise<void>,
+  ): Promise<void> {
+    try {
+      for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
+        const known = this.task.taskId;
+        const text = this.task.applyStream(next.value);
+        if (!known && this.task.taskId) await this.remember();
+        await accepted?.();
+        if (this.settled()) return;
+        if (text) this.rt.publishPartial({ role: 'model', parts: [{ text }] });
+      }
+    } finally {
+      await stream.return(undefined).catch(() => undefined);
+    }
+  }
+
+  /** Stores the task id as an event of the node: from now on a re-run follows this task instead of sending. */
+  private async remember(): Promise<void> {
+    // Crash here → the message reached the remote but its task id is not ours: the next attempt sends it again
+    // under the same message id (an agentloom remote answers with the same task; others may start a second one).
+    await this.rt.fault('before-remote-task');
+    const marker: TaskMarker = {
+      remoteTask: { taskId: this.task.taskId as string, contextId: this.task.contextId ?? '' },
+    };
+    await this.rt.emit({
+      author: this.agent.name,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState: { ...marker } },
+    });
+    // Crash here → the next attempt finds the task id stored and follows the task: the message is not sent again.
+    await this.rt.fault('after-remote-task');
+  }
+
+  /** Cancels the remote task when our run was cancelled or ran out of time (best effort: we are stopping). */
+  private cancelRemote(reason: unknown): void {
+    const id = this.task.taskId;
+    if (!id || !this.connection || this.task.settled || !stopsRemote(reason)) return;
+    this.connection.client.cancelTask({ tenant: '', id, metadata: undefined }).catch(() => undefined);
+  }
+
+  /** Stores how the task ended as the node's last event and returns the node's outcome. */
+  async end(): Promise<LeafOutcome> {
+    const { task, agent, rt } = this;
+    const remoteTask = this.markerTask();
+    if (!task.directAnswer && asksInput(task.state)) return this.pause();
+    if (task.directAnswer || task.state === TaskState.TASK_STATE_COMPLETED) {
+      const text = task.outputText();
+      await rt.emitDeferred({
+        author: agent.name,
+        content: { role: 'model', parts: [{ text }] },
+        actions: {
+          stateDelta: agent.outputKey ? { [agent.outputKey]: text } : {},
+          artifactDelta: {},
+          agentState: { remoteTask, remoteEnded: 'completed' },
+        },
+      });
+      return { status: 'completed', output: text };
+    }
+    const message = this.failureMessage();
+    await rt.emitDeferred({
+      author: agent.name,
+      errorCode: 'REMOTE_AGENT',
+      errorMessage: message,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState: { remoteTask, remoteEnded: 'failed' } },
+    });
+    return {
+      status: 'failed',
+      error: {
+        code: 'REMOTE_AGENT',
+        message,
+        details: { taskId: remoteTask.taskId, state: TaskState[task.state] },
+      },
+    };
+  }
+
+  private failureMessage(): string {
+    const { task, agent } = this;
+    const said = task.statusText() || 'no reason given';
+    switch (task.state) {
+      case TaskState.TASK_STATE_CANCELED:
+        return `remote agent ${agent.name}: its task was cancelled by the remote: ${said}`;
+      case TaskState.TASK_STATE_REJECTED:
+        return `remote agent ${agent.name} rejected the task: ${said}`;
+      default:
+        return `remote agent ${agent.name} failed: ${said}`;
+    }
+  }
+
+  /**
+   * Pauses the node with the remote's question: asked once (the request event commits with the pause), asked
+   * again under the same call id when the node re-runs before the answer came.
+   */
+  private async pause(): Promise<LeafOutcome> {
+    const { rt, agent, task } = this;
+    const questionId = questionIdOf(task);
+    const open = openRequest(rt.journal, agent.name);
+    if (open && open.questionId === questionId && !answerOf(rt.journal, open.callId)) {
+      return { status: 'paused', requests: [pauseRequestOf(task, open.callId, agent.name)] };
+    }
+    const callId = newId('remote_input');
+    const request = pauseRequestOf(task, callId, agent.name);
+    await rt.emitDeferred({
+      author: agent.name,
+      content: {
+        role: 'model',
+        parts: [{ functionCall: { id: callId, name: REMOTE_INPUT, args: request.args } }],
+      },
+      longRunningToolIds: [callId],
+      actions: {
+        stateDelta: {},
+        artifactDelta: {},
+        agentState: { remoteTask: this.markerTask(), remoteInput: { callId, questionId } },
+      },
+    });
+    return { status: 'paused', requests: [request] };
+  }
+}

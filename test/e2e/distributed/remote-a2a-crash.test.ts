@@ -1,0 +1,57 @@
+/**
+ * RemoteA2aAgent across a SIGKILL (issue 31, client acceptance 2), in real `agentloom worker` processes on
+ * PostgreSQL (BullMQ on its PostgreSQL backend): the worker running the step stores the remote task id while the
+ * remote (an agent on `@a2a-js/sdk`'s own server in this process, held by the test) still works, and is killed
+ * there; another worker takes the step over, follows the stored task (resubscribe) instead of sending again, and
+ * completes with the remote's answer. The remote received one message.
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Event } from '../../../src/index.js';
+import { REPO } from '../../support/cli.js';
+import { Cluster, fileServices, nodeLease } from '../../support/cluster.js';
+import { startSdkAgent } from '../../support/a2a-sdk-server.js';
+import { gate } from '../../support/agents.js';
+import { waitFor } from '../../support/wait-for.js';
+import { A2A_URL_ENV } from '../fixtures/remote-a2a-apps.js';
+
+const appsModule = join(REPO, 'test/e2e/fixtures/remote-a2a-apps.ts');
+const hold = gate();
+const remote = await startSdkAgent(() => ({ reply: 'reviewed once', hold: hold.promise }));
+afterAll(async () => {
+  hold.open();
+  await remote.close();
+});
+const { options, engine, db } = await fileServices({ queue: 'postgres', appsModule, leaseMs: 2_000 });
+
+async function storedTaskId(invocationId: string): Promise<string | undefined> {
+  const events: Event[] = [];
+  for await (const event of engine.events(invocationId)) events.push(event);
+  const marker = events.find((e) => e.actions.agentState?.remoteTask);
+  return (marker?.actions.agentState?.remoteTask as { taskId?: string } | undefined)?.taskId;
+}
+
+describe('a worker SIGKILLed after the remote accepted the message', () => {
+  it('its successor follows the stored task: one message at the remote, the remote answer as output', async () => {
+    const cluster = new Cluster({ ...options, env: { [A2A_URL_ENV]: remote.url } });
+    const [first] = await cluster.start(1);
+    const { invocationId } = await engine.enqueue({ app: 'remote_step', userId: 'u', input: 'review this' });
+    const taskId = await waitFor(() => storedTaskId(invocationId), { timeoutMs: 30_000, what: 'task id' });
+    expect(remote.tasks).toEqual([taskId]);
+    const lease = await nodeLease(db, invocationId, 'remote_reviewer');
+    expect(lease?.attempt).toBe(1);
+    await first!.kill();
+    await cluster.start(1);
+    // The successor took the step over (after the lease lapsed) and follows the task the remote still works on.
+    await waitFor(async () => (await nodeLease(db, invocationId, 'remote_reviewer'))?.attempt === 2, {
+      timeoutMs: 30_000,
+      what: 'the takeover',
+    });
+    hold.open();
+    const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+    expect(result.status).toBe('completed');
+    expect(result.output).toBe('reviewed once');
+    expect(remote.received).toEqual(['review this']);
+    expect(remote.cancelled).toEqual([]);
+  });
+});
