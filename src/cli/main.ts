@@ -11,6 +11,7 @@ import { describeError, EXIT, exitCodeOfError } from './terminal/cli-errors.js';
 import { registerAuthCommands } from './client/auth-commands.js';
 import { registerClientCommands } from './client/client-commands.js';
 import type { DevFlags } from './dev/dev.js';
+import type { PruneFlags } from './prune.js';
 import type { ValidateFlags } from './validate.js';
 
 const program = new Command('agentloom')
@@ -106,6 +107,26 @@ program
     // Loaded here so that the other commands do not load the HTTP framework.
     const { apiConfig, runApi } = await import('../api/index.js');
     await runApi(apiConfig(opts));
+  });
+
+program
+  .command('prune')
+  .description(
+    'delete ended runs (completed, failed, cancelled; never queued, running or paused) that ended longer ago than --older-than, with their events, nodes and answered requests; a session goes with its last run',
+  )
+  .requiredOption('--older-than <duration>', 'e.g. 30d, 12h, 90m')
+  .option('--app <name>', "only this app's runs")
+  .option(
+    '--status <list>',
+    'only runs in these statuses, comma-separated (default completed,failed,cancelled)',
+  )
+  .option('--dry-run', 'count what would be deleted; delete nothing')
+  .option('--batch-size <n>', 'runs per transaction (default 200)')
+  .option('--database <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+  .option('--data <dir>', 'PGlite data directory instead of PostgreSQL')
+  .action(async (opts: PruneFlags) => {
+    const { runPrune } = await import('./prune.js');
+    process.exitCode = await runPrune(opts);
   });
 
 program

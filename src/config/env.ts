@@ -52,6 +52,11 @@ const envSchema = z.object({
   AZURE_OPENAI_ENDPOINT: httpUrl('AZURE_OPENAI_ENDPOINT', 'https://my-resource.openai.azure.com'),
   /** Ollama's address; like Ollama itself, a host:port without a scheme is accepted. */
   OLLAMA_HOST: z.string().min(1).optional(),
+  /** Delete ended runs older than this in the background (a duration: `30d`, `12h`); unset keeps them. */
+  AGENTLOOM_RETENTION: z
+    .string()
+    .regex(/^\s*\d+(\.\d+)?\s*[a-zA-Z]+\s*$/, 'must be a duration with a unit, e.g. AGENTLOOM_RETENTION=30d')
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   PORT: z.coerce.number().int().min(1).max(65535).optional(),
 });

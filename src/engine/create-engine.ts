@@ -8,6 +8,7 @@ import { LOG_REDACTION } from '../core/log-redaction.js';
 import { InProcessBus, type Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
+import { resolveRetention } from './runs/retention.js';
 import type { ModelEnv } from '../models/model-ids.js';
 import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
 import { RedisBus } from '../queue/bus.js';
@@ -160,6 +161,9 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   if ((options.worker ?? true) !== false) {
     for (const [id, model] of buildProviderModels(apps.values(), models, modelEnv)) models.set(id, model);
   }
+  const retention = options.retention ?? env.AGENTLOOM_RETENTION;
+  // A bad retention is a start-up error, before anything is opened.
+  if (retention !== undefined) resolveRetention(retention);
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -181,7 +185,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       auths,
       modelEnv,
     },
-    options,
+    retention === undefined ? options : { ...options, retention },
   );
   const worker = options.worker ?? true;
   if (worker === false) return engine;

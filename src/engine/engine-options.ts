@@ -10,6 +10,7 @@ import type { StepQueue } from '../queue/step-queue.js';
 import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineObserver } from './observe/observer.js';
+import type { RetentionSetting } from './runs/retention.js';
 import type { CredentialVault } from './auth/credential-vault.js';
 import type { DeclaredAuth } from './apps/registry.js';
 import type { AppDefinition, RegisteredApp } from './apps/registry.js';
@@ -73,6 +74,11 @@ export interface EngineOptions {
   reconcileStaleMs?: number;
   /** Delay before a job of another definition of an app is offered again (rolling deploys). Default 5 000 ms. */
   deferMs?: number;
+  /**
+   * Delete ended runs older than this in the background (the workers, one process at a time, in small batches):
+   * a duration (`'30d'`) or the options. Default: $AGENTLOOM_RETENTION, else runs are kept.
+   */
+  retention?: RetentionSetting;
   /** Called back when step jobs end and registered models and tools answer (metrics); see observer.ts. */
   observer?: EngineObserver;
 }

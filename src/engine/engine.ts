@@ -39,6 +39,15 @@ import type { CredentialVault } from './auth/credential-vault.js';
 import { Scheduler } from './step/scheduler.js';
 import { schedulerDeps } from './scheduler-deps.js';
 import type { InvocationView, NodeView } from './runs/views.js';
+import {
+  pruneRuns,
+  resolveRetention,
+  startRetention,
+  type PruneCounts,
+  type PruneOptions,
+  type Retention,
+} from './runs/retention.js';
+import { notify } from './observe/observer.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
 const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });
@@ -57,6 +66,8 @@ export class Engine {
   private unsubscribeControl: (() => void) | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling = false;
+  private readonly retention: Retention | undefined;
+  private stopRetention: (() => void) | undefined;
   private closed = false;
   /** Partial events received from the bus, by invocation id (never stored). */
   private readonly partials = new EventEmitter();
@@ -80,6 +91,7 @@ export class Engine {
     this.apps = parts.apps;
     this.logger = parts.logger;
     this.leaseMs = options.leaseMs ?? 15_000;
+    this.retention = options.retention === undefined ? undefined : resolveRetention(options.retention);
     this.partials.setMaxListeners(0);
     this.scheduler = new Scheduler(
       schedulerDeps(parts, options, {
@@ -137,11 +149,18 @@ export class Engine {
       }, interval);
       this.reconcileTimer.unref();
     }
+    if (this.retention) {
+      const onPrune = this.options.observer?.onPrune?.bind(this.options.observer);
+      this.stopRetention = startRetention(this.store.db, this.retention, this.logger, (counts) =>
+        notify(onPrune, counts, this.logger),
+      ).stop;
+    }
     return { stop: () => this.stopWorkerNow() };
   }
 
   private async stopWorkerNow(abrupt = false): Promise<void> {
     clearInterval(this.reconcileTimer);
+    this.stopRetention?.();
     const stop = this.stopWorker;
     this.stopWorker = undefined;
     if (abrupt) this.scheduler.abortAll();
@@ -155,6 +174,7 @@ export class Engine {
    */
   async drain(options: { graceMs: number }): Promise<{ released: number }> {
     clearInterval(this.reconcileTimer);
+    this.stopRetention?.();
     const stop = this.stopWorker;
     this.stopWorker = undefined;
     if (!stop) return { released: 0 };
@@ -187,6 +207,14 @@ export class Engine {
     this.logger.info({ nodes: jobs.length }, 'reconciler re-woke nodes');
     await this.queue.enqueue(jobs);
     return jobs.length;
+  }
+
+  /**
+   * Deletes ended runs (never a queued, running or paused one) that ended longer ago than `olderThan`, with
+   * their events, nodes and answered requests; a session goes with its last run. `dryRun` counts instead.
+   */
+  prune(options: PruneOptions): Promise<PruneCounts> {
+    return pruneRuns(this.store.db, options);
   }
 
   /** Tells every process to stop the running steps of an invocation (after the commit that ended it). */

@@ -8,4 +8,12 @@ export * from './runner.js';
 export type { InvocationView, NodeView, PendingCall } from './runs/views.js';
 export type { FunctionResponseInput } from './runs/resume.js';
 export type { StartAt } from './runs/start-agent.js';
-export type { EngineObserver, ModelCallEnd, StepEnd, StepRun, ToolCallEnd } from './observe/observer.js';
+export type {
+  EngineObserver,
+  ModelCallEnd,
+  PrunedRows,
+  StepEnd,
+  StepRun,
+  ToolCallEnd,
+} from './observe/observer.js';
+export type { PruneOptions, RetentionOptions, RetentionSetting } from './runs/retention.js';

@@ -9,6 +9,16 @@ import type { EngineObserver } from '../engine/observe/observer.js';
 /** Seconds; steps and calls range from a millisecond (a workflow node) to minutes (a slow model or tool). */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
+/** The `table` label of each count of a retention batch. */
+const PRUNED_TABLES = {
+  invocations: 'invocations',
+  sessions: 'sessions',
+  events: 'events',
+  nodes: 'nodes',
+  tool_requests: 'toolRequests',
+  artifacts: 'artifacts',
+} as const;
+
 /** Options of {@link StepMetrics}. */
 export interface StepMetricsOptions {
   /** Register into this registry (default: a registry of its own). */
@@ -31,6 +41,7 @@ export class StepMetrics {
   readonly modelTokens: Counter<'model' | 'kind'>;
   readonly toolCalls: Counter<'tool' | 'outcome'>;
   readonly toolDuration: Histogram<'tool' | 'outcome'>;
+  readonly prunedRows: Counter<'table'>;
   /** Pass to `createEngine({ observer })`. */
   readonly observer: EngineObserver;
 
@@ -108,9 +119,16 @@ export class StepMetrics {
       buckets: BUCKETS,
       registers,
     });
+    this.prunedRows = new Counter({
+      name: 'agentloom_pruned_rows_total',
+      help: 'Rows deleted by retention (AGENTLOOM_RETENTION) in this process, by table',
+      labelNames: ['table'],
+      registers,
+    });
     // Both step series exist from the start, so that rates and alerts see a 0 rather than no data.
     for (const outcome of ['ok', 'error']) this.jobs.inc({ outcome }, 0);
     for (const outcome of ['completed', 'failed', 'paused', 'waiting']) this.steps.inc({ outcome }, 0);
+    for (const table of Object.keys(PRUNED_TABLES)) this.prunedRows.inc({ table }, 0);
     this.retries.inc(0);
     if (options.processMetrics ?? true) {
       collectDefaultMetrics({ register: this.registry, prefix: 'agentloom_' });
@@ -135,6 +153,10 @@ export class StepMetrics {
         if (promptTokens) this.modelTokens.inc({ ...model, kind: 'prompt' }, promptTokens);
         if (outputTokens) this.modelTokens.inc({ ...model, kind: 'output' }, outputTokens);
         if (cachedTokens) this.modelTokens.inc({ ...model, kind: 'cached' }, cachedTokens);
+      },
+      onPrune: (counts) => {
+        for (const [table, rows] of Object.entries(PRUNED_TABLES))
+          this.prunedRows.inc({ table }, counts[rows]);
       },
       onToolCall: (call) => {
         const labels = { tool: call.tool, outcome: call.outcome };

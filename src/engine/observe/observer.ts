@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { ChildPaused } from '../../agents/llm/tool-call.js';
 import type { Model, ModelUsage } from '../../models/model.js';
 import type { StepHandler } from '../../queue/step-queue.js';
+import type { PruneCounts } from '../../store/repos/prune.js';
 import type { Tool } from '../../tools/tool.js';
 
 /**
@@ -80,7 +81,12 @@ export interface EngineObserver {
   onStep?(step: StepRun): void;
   onModelCall?(call: ModelCallEnd): void;
   onToolCall?(call: ToolCallEnd): void;
+  /** Retention deleted a batch of ended runs (rows per table). */
+  onPrune?(counts: PrunedRows): void;
 }
+
+/** Rows one retention batch deleted, per table. */
+export type PrunedRows = PruneCounts;
 
 /** Calls one observer callback; a throwing observer is logged at debug and otherwise ignored. */
 export function notify<T>(callback: ((info: T) => void) | undefined, info: T, logger: Logger): void {

@@ -11,7 +11,7 @@ import { appendEventTx, prepareEvent } from '../../store/repos/events.js';
 import { insertInvocationTx, type InvocationRow } from '../../store/repos/invocations.js';
 import { insertInvocationInNewSession } from '../../store/step/new-session-invocation.js';
 import { insertNodeTx, type NodeJobRef, type NodeRow } from '../../store/repos/nodes.js';
-import { createSessionTx, getSession } from '../../store/repos/sessions.js';
+import { createSessionTx, getSession, lockSessionKeyTx } from '../../store/repos/sessions.js';
 import { applyToState, assertPlainObject, touches } from '../../store/repos/state.js';
 import { eventInsertOf } from '../../store/repos/step-rows.js';
 import type { Store } from '../../store/store.js';
@@ -105,6 +105,8 @@ export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput
   }
   const result = await ctx.store.transaction(async (tx) => {
     let sessionId = input.sessionId;
+    // Kept from retention until this commit (a session pruned meanwhile is created anew, empty).
+    if (sessionId) await lockSessionKeyTx(tx, sessionId);
     const existing = sessionId ? await getSession(tx, sessionId) : undefined;
     if (existing && (existing.app !== app.name || existing.userId !== input.userId)) {
       throw new AgentloomError('CONFLICT', `session "${sessionId}" belongs to another app or user`, {

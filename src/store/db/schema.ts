@@ -128,6 +128,10 @@ export const invocations = pgTable(
     uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
     index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
     index('invocations_session_idx').on(t.sessionId),
+    // Retention (store/repos/prune.ts): ended runs, oldest first.
+    index('invocations_ended_idx')
+      .on(t.endedAt)
+      .where(sql`status in ('completed', 'failed', 'cancelled')`),
     // The API's list (newest first, the id as tie-breaker and keyset cursor), for all apps or one. NULLS FIRST
     // is what `ORDER BY … DESC` means: an index sorted otherwise would not serve that order.
     index('invocations_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),

@@ -117,6 +117,14 @@ export async function getSession(db: Db, id: string): Promise<SessionRecord | un
 }
 
 /**
+ * Holds a session's key until the transaction ends (`FOR KEY SHARE`): retention (store/repos/prune.ts) cannot
+ * delete it meanwhile, and a session being deleted right now is waited for and then found gone.
+ */
+export async function lockSessionKeyTx(tx: Db, id: string): Promise<void> {
+  await tx.execute(sql`select 1 from sessions where id = ${id} for key share`);
+}
+
+/**
  * The state an agent of an invocation sees: session, `app:`, `user:` and the invocation's `temp:` keys (given by
  * id, or as the invocation's already-read temp state).
  */

@@ -1,0 +1,1 @@
+CREATE INDEX "invocations_ended_idx" ON "invocations" USING btree ("ended_at") WHERE status in ('completed', 'failed', 'cancelled');
