@@ -42,29 +42,44 @@ export interface ScriptedModelOptions {
   respond: (turn: ScriptedTurn) => ModelReply | Promise<ModelReply>;
   /** Name for logs and errors. Default 'scripted'. */
   name?: string;
+  /**
+   * How many of the latest requests `requests` keeps (a long-running process, like the example app `npm start`
+   * serves, would otherwise keep every request it was ever sent). `calls` and `callsBy` count them all. Default 1000.
+   */
+  keepRequests?: number;
 }
 
 /** A deterministic model driven by a `respond` function; what tests, examples and the offline demo use. */
 export class ScriptedModel implements Model {
   readonly name: string;
   readonly provider = 'scripted';
-  /** Every request received, oldest first (deep copies taken when the call was made). */
+  /** The latest requests received (`keepRequests` of them), oldest first (deep copies taken at the call). */
   readonly requests: ModelRequest[] = [];
   readonly #respond: ScriptedModelOptions['respond'];
+  readonly #keep: number;
+  #calls = 0;
+  readonly #callsBy = new Map<string, number>();
 
   constructor(options: ScriptedModelOptions) {
     this.name = options.name ?? 'scripted';
     this.#respond = options.respond;
+    const keep = options.keepRequests ?? 1000;
+    if (!Number.isInteger(keep) || keep < 0) {
+      throw new AgentloomError('VALIDATION', 'keepRequests: must be a whole number ≥ 0 (default 1000)', {
+        details: { field: 'keepRequests' },
+      });
+    }
+    this.#keep = keep;
   }
 
   /** How many calls were made so far (including calls whose `respond` threw). */
   get calls(): number {
-    return this.requests.length;
+    return this.#calls;
   }
 
   /** How many calls the named agent made so far. */
   callsBy(agentName: string): number {
-    return this.requests.filter((r) => r.agentName === agentName).length;
+    return this.#callsBy.get(agentName) ?? 0;
   }
 
   /**
@@ -74,7 +89,10 @@ export class ScriptedModel implements Model {
   async generate(request: ModelRequest, options?: GenerateOptions): Promise<ModelResponse> {
     throwIfAborted(request.signal, this.name);
     const copy = copyRequest(request);
+    this.#calls++;
+    this.#callsBy.set(copy.agentName, (this.#callsBy.get(copy.agentName) ?? 0) + 1);
     this.requests.push(copy);
+    if (this.requests.length > this.#keep) this.requests.splice(0, this.requests.length - this.#keep);
     const reply = await this.#respond({
       agentName: copy.agentName,
       callIndex: copy.callIndex,

@@ -147,4 +147,16 @@ describe('ScriptedModel', () => {
     expect(called).toBe(false);
     expect(model.calls).toBe(0);
   });
+
+  it('keeps only the latest keepRequests requests, while calls and callsBy count every call', async () => {
+    const model = new ScriptedModel({ respond: () => 'ok', keepRequests: 3 });
+    for (let i = 0; i < 10; i++) {
+      await model.generate(request({ agentName: i % 2 === 0 ? 'even' : 'odd', callIndex: i }));
+    }
+    expect(model.requests.map((r) => r.callIndex)).toEqual([7, 8, 9]);
+    expect(model.calls).toBe(10);
+    expect(model.callsBy('even')).toBe(5);
+    expect(model.callsBy('odd')).toBe(5);
+    expect(() => new ScriptedModel({ respond: () => 'ok', keepRequests: -1 })).toThrow(/keepRequests/);
+  });
 });
