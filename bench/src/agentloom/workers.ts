@@ -19,6 +19,12 @@ export interface WorkerOptions {
   logDir: string;
   concurrency?: number;
   leaseMs?: number;
+  /** The apps module (default: the benchmark's). */
+  apps?: string;
+  /** More flags for `agentloom worker`. */
+  args?: string[];
+  /** More environment variables. */
+  env?: Record<string, string>;
 }
 
 const everSpawned = new Set<ChildProcess>();
@@ -41,19 +47,21 @@ export class WorkerProcess {
       join(REPO, 'bin/agentloom.js'),
       'worker',
       '--apps',
-      APPS_MODULE,
+      options.apps ?? APPS_MODULE,
       '--queue',
       options.queue,
       '--concurrency',
       String(options.concurrency ?? 64),
     ];
     if (options.leaseMs !== undefined) args.push('--lease-ms', String(options.leaseMs));
+    args.push(...(options.args ?? []));
     const env: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: options.databaseUrl };
     delete env.REDIS_URL;
     delete env.LOG_LEVEL;
     delete env.BENCH_CONTEXT;
     if (options.queue === 'redis') env.REDIS_URL = options.redisUrl;
     env.AGENTLOOM_QUEUE_PREFIX = options.prefix;
+    Object.assign(env, options.env);
     const fd = openSync(this.logPath, 'a');
     try {
       this.child = spawn(process.execPath, args, { cwd: REPO, env, stdio: ['ignore', fd, fd] });

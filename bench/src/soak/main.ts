@@ -1,0 +1,235 @@
+/**
+ * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts]`: hours of steady load on the
+ * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
+ * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
+ * driver.ts through the API, samples every 10 s (sampler.ts), then stops the load, waits for every run to end and
+ * checks that each ended as it should. Writes results.json and SOAK.md (with charts unless --no-charts) into
+ * --out (default: SOAK.md at the repository root, the rest in bench/results/soak/). Exit code 1 when a run ended
+ * otherwise than it should, never ended, an API call failed, or a process logged an error the mix does not
+ * provoke. No timing is asserted: the trends are for a person to read.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import {
+  chmodSync,
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { cpus, tmpdir, totalmem } from 'node:os';
+import { join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { REPO } from '../context.js';
+import { startWorkers, type WorkerProcess } from '../agentloom/workers.js';
+import { sleep, waitFor } from '../measure.js';
+import { createDatabase, startBenchPostgres, startLocalRedis } from '../services.js';
+import { freePort } from '../../../test/support/local-services.js';
+import { Driver, endState } from './driver.js';
+import { Sampler, type Sample, type Watched } from './sampler.js';
+import { renderCharts, soakMarkdown, type SoakResult } from './report.js';
+
+const APPS = resolve(import.meta.dirname, 'apps.ts');
+const PREFIX = 'soak';
+const SAMPLE_MS = 10_000;
+/** Log lines the mix provokes on purpose (a model or a tool that throws, a cancelled call). */
+const PROVOKED = /scripted failure|chore service is down|cancel/i;
+
+const { values } = parseArgs({
+  options: {
+    minutes: { type: 'string', default: '60' },
+    retention: { type: 'string', default: '2m' },
+    out: { type: 'string' },
+    'no-charts': { type: 'boolean', default: false },
+  },
+});
+const minutes = Number(values.minutes);
+if (!Number.isFinite(minutes) || minutes <= 0) {
+  console.error('soak: --minutes must be a positive number, e.g. --minutes 60');
+  process.exit(2);
+}
+const outDir = values.out ? resolve(values.out) : join(REPO, 'bench/results/soak');
+const reportPath = values.out ? join(outDir, 'SOAK.md') : join(REPO, 'SOAK.md');
+
+function log(message: string): void {
+  console.log(`soak ${new Date().toISOString().slice(11, 19)} ${message}`);
+}
+
+/** `agentloom api` as an operator starts it, its output in a log file. */
+async function startApi(
+  env: NodeJS.ProcessEnv,
+  logPath: string,
+): Promise<{ child: ChildProcess; url: string }> {
+  const port = await freePort();
+  const fd = openSync(logPath, 'a');
+  const child = spawn(
+    process.execPath,
+    [join(REPO, 'bin/agentloom.js'), 'api', '--port', String(port), '--apps', APPS],
+    { cwd: REPO, env, stdio: ['ignore', fd, fd] },
+  );
+  closeSync(fd);
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    async () => {
+      if (child.exitCode !== null)
+        throw new Error(`api exited:\n${readFileSync(logPath, 'utf8').slice(-3000)}`);
+      return (await fetch(`${url}/readyz`).catch(() => undefined))?.ok === true;
+    },
+    { timeoutMs: 120_000, intervalMs: 200, what: 'agentloom api to be ready' },
+  );
+  return { child, url };
+}
+
+function errorLines(path: string): string[] {
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .filter((line) => /"level":(50|60)/.test(line) && !PROVOKED.test(line))
+    .map((line) => line.slice(0, 300));
+}
+
+async function main(): Promise<number> {
+  const work = mkdtempSync(join(tmpdir(), 'agentloom-soak-'));
+  chmodSync(work, 0o755); // the postgres user (when run as root) reaches its data directory
+  mkdirSync(outDir, { recursive: true });
+  const postgres = await startBenchPostgres(join(work, 'pg'));
+  const redisServer = await startLocalRedis(join(work, 'redis'));
+  const children: ChildProcess[] = [];
+  let workers: WorkerProcess[] = [];
+  const databaseUrl = await createDatabase(postgres.url, 'soak');
+  const redisUrl = redisServer.url;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    AGENTLOOM_QUEUE_PREFIX: PREFIX,
+  };
+  delete env.LOG_LEVEL;
+  delete env.AGENTLOOM_API_KEYS;
+  const db = new pg.Client({ connectionString: databaseUrl });
+  const redis = new Redis(redisUrl);
+  let passed = false;
+  try {
+    const migrated = spawnSync(process.execPath, [join(REPO, 'bin/agentloom.js'), 'migrate'], {
+      cwd: REPO,
+      env,
+    });
+    if (migrated.status !== 0) throw new Error(`migrate failed: ${migrated.stderr.toString()}`);
+    const api = await startApi(env, join(work, 'api.log'));
+    children.push(api.child);
+    const ports = [await freePort(), await freePort()];
+    workers = [
+      ...(await startWorkers(1, workerOptions(databaseUrl, redisUrl, work, ports[0] as number))),
+      ...(await startWorkers(1, workerOptions(databaseUrl, redisUrl, work, ports[1] as number))),
+    ];
+    await db.connect();
+    const watched: Watched[] = [
+      { name: 'api', pid: api.child.pid as number, metricsUrl: `${api.url}/metrics` },
+      ...workers.map((w, i) => ({
+        name: `worker ${i + 1}`,
+        pid: w.pid,
+        metricsUrl: `http://127.0.0.1:${ports[i]}/metrics`,
+      })),
+    ];
+    const sampler = new Sampler(watched, db, redis, PREFIX);
+    const driver = new Driver(api.url);
+    const samples: Sample[] = [];
+    const started = Date.now();
+    log(`load on for ${minutes} min (api ${api.url}, retention ${values.retention}), sampling every 10 s`);
+    driver.start();
+    await sampler.sample(0, driver.latencies(started, started)); // the histograms' baseline
+    const end = started + minutes * 60_000;
+    while (Date.now() < end) {
+      const windowStart = Date.now();
+      await sleep(Math.min(SAMPLE_MS, Math.max(0, end - Date.now())));
+      const t = (Date.now() - started) / 1000;
+      const sample = await sampler.sample(t, driver.latencies(windowStart, Date.now()));
+      samples.push(sample);
+      if (samples.length % 6 === 0) {
+        const rss = Object.entries(sample.processes)
+          .map(([p, s]) => `${p} ${s.rssMb.toFixed(0)} MB`)
+          .join(', ');
+        log(
+          `${(t / 60).toFixed(1)} min: ${driver.runs.length} runs started; ${rss}; step p99 ${sample.stepP99Ms} ms`,
+        );
+      }
+    }
+    driver.stopLoad();
+    log('load off; waiting for every run to end');
+    await driver.settle(180_000);
+    const state = endState(driver.runs);
+    const logErrors: Record<string, string[]> = { api: errorLines(join(work, 'api.log')) };
+    workers.forEach((w, i) => (logErrors[`worker ${i + 1}`] = errorLines(w.logPath)));
+    const result: SoakResult = {
+      startedAt: new Date(started).toISOString(),
+      minutes,
+      retention: values.retention as string,
+      warmupSeconds: Math.min(600, (minutes * 60) / 4),
+      samples,
+      end: state,
+      driverErrors: driver.errors,
+      logErrors,
+      machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+    };
+    writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));
+    const charts: string[] = [];
+    if (!values['no-charts']) {
+      for (const [file, svg] of Object.entries(await renderCharts(result))) {
+        writeFileSync(join(outDir, file), svg);
+        charts.push(relative(resolve(reportPath, '..'), join(outDir, file)));
+      }
+    }
+    writeFileSync(reportPath, soakMarkdown(result, charts));
+    const unprovoked = Object.values(logErrors).flat().length;
+    log(
+      `${state.started} runs: ${state.wrong.length} wrong, ${state.stuck} unfinished; ${driver.errors.length} API errors; ` +
+        `${unprovoked} unprovoked error lines; report ${relative(REPO, reportPath)}`,
+    );
+    for (const w of state.wrong.slice(0, 10)) log(`wrong: ${JSON.stringify(w)}`);
+    for (const e of driver.errors.slice(0, 10)) log(`API error: ${e}`);
+    passed = state.wrong.length === 0 && state.stuck === 0 && driver.errors.length === 0 && unprovoked === 0;
+    return passed ? 0 : 1;
+  } finally {
+    await Promise.all(workers.map((w) => w.stop(15_000)));
+    for (const child of children) child.kill('SIGTERM');
+    await Promise.all(
+      children.map((c) => (c.exitCode === null ? new Promise((r) => c.once('exit', r)) : undefined)),
+    );
+    redis.disconnect();
+    await db.end().catch(() => undefined);
+    await redisServer.stop();
+    await postgres.stop();
+    if (passed) rmSync(work, { recursive: true, force: true });
+    else log(`the processes' logs are kept in ${work}`);
+  }
+}
+
+function workerOptions(databaseUrl: string, redisUrl: string, logDir: string, metricsPort: number) {
+  return {
+    databaseUrl,
+    redisUrl,
+    queue: 'redis' as const,
+    prefix: PREFIX,
+    logDir,
+    apps: APPS,
+    args: ['--metrics-port', String(metricsPort)],
+    env: { AGENTLOOM_RETENTION: values.retention as string },
+  };
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,155 @@
+/**
+ * What the soak samples every 10 s: each process's RSS (/proc) and heap and event-loop delay (its /metrics), the
+ * step latency of the window (the workers' step histograms, differenced), the queue (runnable nodes in Postgres,
+ * BullMQ's waiting jobs in Redis), runs by state, each table's rows, bytes and dead tuples, Redis memory.
+ */
+import { readFileSync } from 'node:fs';
+import type { Redis } from 'ioredis';
+import type pg from 'pg';
+
+/** A process the soak watches: its pid and where its Prometheus metrics are. */
+export interface Watched {
+  name: string;
+  pid: number;
+  metricsUrl: string;
+}
+
+export interface ProcessSample {
+  rssMb: number;
+  heapUsedMb: number;
+  eventLoopP99Ms: number;
+}
+
+export interface TableSample {
+  rows: number;
+  deadRows: number;
+  mb: number;
+}
+
+export interface Sample {
+  /** Seconds since the load started. */
+  t: number;
+  processes: Record<string, ProcessSample>;
+  /** Step latency of this window (claim to commit, completed steps of every worker), ms. */
+  stepP50Ms: number;
+  stepP99Ms: number;
+  steps: number;
+  /** Run latency (enqueue to end) of the window's runs with no human in the loop, ms. */
+  runP50Ms: number;
+  runP99Ms: number;
+  runnableNodes: number;
+  queuedJobs: number;
+  runs: Record<string, number>;
+  tables: Record<string, TableSample>;
+  redisMb: number;
+}
+
+type Buckets = Map<number, number>;
+
+/** `name{labels} value` lines of a Prometheus text page (no validation: our own endpoints). */
+function parseMetrics(text: string): { name: string; labels: string; value: number }[] {
+  const out: { name: string; labels: string; value: number }[] = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (m) out.push({ name: m[1] as string, labels: m[2] ?? '', value: Number(m[3]) });
+  }
+  return out;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+/** The quantile `q` of a cumulative histogram (upper bound of the bucket where it falls), in ms. */
+function quantileMs(buckets: Buckets, q: number): number {
+  const bounds = [...buckets.keys()].sort((a, b) => a - b);
+  const total = buckets.get(Infinity) ?? 0;
+  if (total <= 0) return Number.NaN;
+  for (const le of bounds) if ((buckets.get(le) ?? 0) >= q * total) return le * 1000;
+  return Number.NaN;
+}
+
+/** Takes the samples; keeps the previous histograms to difference them. */
+export class Sampler {
+  private previous: Buckets = new Map();
+
+  constructor(
+    private readonly watched: Watched[],
+    private readonly db: pg.Client,
+    private readonly redis: Redis,
+    private readonly queuePrefix: string,
+  ) {}
+
+  async sample(t: number, runLatency: { p50: number; p99: number }): Promise<Sample> {
+    const processes: Record<string, ProcessSample> = {};
+    const cumulative: Buckets = new Map();
+    for (const w of this.watched) {
+      const text = await (await fetch(w.metricsUrl)).text();
+      const metrics = parseMetrics(text);
+      const value = (name: string) => metrics.find((m) => m.name === name)?.value ?? Number.NaN;
+      processes[w.name] = {
+        rssMb: rssMb(w.pid),
+        heapUsedMb: value('agentloom_nodejs_heap_size_used_bytes') / 1024 / 1024,
+        eventLoopP99Ms: value('agentloom_nodejs_eventloop_lag_p99_seconds') * 1000,
+      };
+      for (const m of metrics) {
+        if (m.name !== 'agentloom_step_duration_seconds_bucket' || !m.labels.includes('outcome="completed"'))
+          continue;
+        const le = /le="([^"]+)"/.exec(m.labels)?.[1];
+        const bound = le === '+Inf' ? Infinity : Number(le);
+        cumulative.set(bound, (cumulative.get(bound) ?? 0) + m.value);
+      }
+    }
+    const window: Buckets = new Map();
+    for (const [le, count] of cumulative) window.set(le, count - (this.previous.get(le) ?? 0));
+    this.previous = cumulative;
+    const runs = Object.fromEntries(
+      (
+        await this.db.query<{ status: string; n: string }>(
+          'select status, count(*) as n from invocations group by status',
+        )
+      ).rows.map((r) => [r.status, Number(r.n)]),
+    );
+    const runnable = await this.db.query<{ n: string }>(
+      "select count(*) as n from nodes where status = 'pending'",
+    );
+    const stats = (
+      await this.db.query<{ relname: string; dead: string; bytes: string }>(
+        `select relname, n_dead_tup as dead, pg_total_relation_size(relid) as bytes
+         from pg_stat_user_tables where schemaname = 'public'`,
+      )
+    ).rows;
+    const tables: Record<string, TableSample> = {};
+    for (const r of stats) {
+      // Exact row counts (the statistics' estimates lag by minutes); these tables stay small under retention.
+      const counted = await this.db.query<{ n: string }>(`select count(*) as n from "${r.relname}"`);
+      tables[r.relname] = {
+        rows: Number(counted.rows[0]?.n ?? 0),
+        deadRows: Number(r.dead),
+        mb: Number(r.bytes) / 1024 / 1024,
+      };
+    }
+    let queuedJobs = 0;
+    for (const key of await this.redis.keys(`bull:${this.queuePrefix}-steps*:wait`)) {
+      queuedJobs += await this.redis.llen(key);
+    }
+    const info = await this.redis.info('memory');
+    const redisMb = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? Number.NaN) / 1024 / 1024;
+    return {
+      t,
+      processes,
+      stepP50Ms: quantileMs(window, 0.5),
+      stepP99Ms: quantileMs(window, 0.99),
+      steps: window.get(Infinity) ?? 0,
+      runP50Ms: runLatency.p50,
+      runP99Ms: runLatency.p99,
+      runnableNodes: Number(runnable.rows[0]?.n ?? 0),
+      queuedJobs,
+      runs,
+      tables,
+      redisMb,
+    };
+  }
+}
