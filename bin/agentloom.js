@@ -1,10 +1,55 @@
 #!/usr/bin/env node
-// The agentloom CLI. Runs the compiled build when present, otherwise the TypeScript sources through tsx.
-import { existsSync } from 'node:fs';
+// The agentloom CLI. An installed package runs its compiled build. A source checkout (src/ present) runs the build
+// (made at install by `npm run build`, the `prepare` script) for the commands that load no apps module — the client
+// commands, `migrate`, `prune`, help — when the build is at least as new as every file under src/ (a stat of each:
+// a few milliseconds), so a stale build never runs; every other command, and any command without a current build,
+// runs the TypeScript sources through tsx: the apps modules of a checkout import the sources, and an agent built
+// from one copy of the classes is not an agent to the other.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const compiled = fileURLToPath(new URL('../dist/src/cli/main.js', import.meta.url));
-if (existsSync(compiled)) {
+const sources = fileURLToPath(new URL('../src', import.meta.url));
+
+/** True when some file under `dir` was modified after `time` (ms). */
+function newerThan(dir, time) {
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory() ? newerThan(path, time) : statSync(path).mtimeMs > time) return true;
+  }
+  return false;
+}
+
+/** Commands that load no apps module (what the first argument may be). */
+const BUILD_COMMANDS = new Set([
+  'run',
+  'status',
+  'events',
+  'approve',
+  'reject',
+  'respond',
+  'cancel',
+  'retry',
+  'auth',
+  'credentials',
+  'migrate',
+  'prune',
+  'help',
+  '--help',
+  '-h',
+  undefined,
+]);
+
+/** Whether to run the build: it exists, and in a checkout the command loads no apps and no source is newer. */
+function useBuild() {
+  if (!existsSync(compiled)) return false;
+  if (!existsSync(sources)) return true;
+  if (!BUILD_COMMANDS.has(process.argv[2])) return false;
+  return !newerThan(sources, statSync(compiled).mtimeMs);
+}
+
+if (useBuild()) {
   await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');
