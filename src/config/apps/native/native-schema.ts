@@ -154,11 +154,16 @@ export const loopAgentSchema = z.strictObject({
     .default(5),
 });
 
+/** A mapping of names to text or `{ valueFrom: { env: NAME } }` (read and checked by native-secrets.ts). */
 const textMap = (key: string) =>
   z
-    .record(z.string(), z.string({ error: `write each value of ${key} as text` }), {
-      error: `write ${key} as a mapping of names to text`,
-    })
+    .record(
+      z.string(),
+      z.union([z.string(), z.record(z.string(), z.unknown())], {
+        error: `write each value of ${key} as text, or as { valueFrom: { env: NAME } } for a secret`,
+      }),
+      { error: `write ${key} as a mapping of names to text` },
+    )
     .optional();
 
 /** A RemoteA2aAgent: an agent of another A2A server, reached through its card. */
@@ -248,6 +253,7 @@ export const mcpToolSchema = z.strictObject({
         .optional(),
       idempotent: names('idempotent'),
       timeoutMs: milliseconds('timeoutMs', 30000),
+      auth: z.unknown().optional(),
     })
     .superRefine((mcp, ctx) => {
       if ((mcp.url === undefined) === (mcp.command === undefined)) {
@@ -257,7 +263,7 @@ export const mcpToolSchema = z.strictObject({
             'write either url: (an HTTP server, e.g. url: http://127.0.0.1:3001/mcp) or command: (a stdio server, e.g. command: npx)',
         });
       }
-      const http = ['transport', 'headers'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
+      const http = ['transport', 'headers', 'auth'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
       const stdio = ['args', 'env', 'cwd'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
       if (mcp.command !== undefined && http.length > 0)
         ctx.addIssue({ code: 'custom', message: `${http.join(', ')} apply to url: servers; remove them` });
@@ -281,4 +287,122 @@ export const appDocumentSchema = z.strictObject({
     1,
     'an app needs at least one agent: add an entry under agents:',
   ),
+});
+
+/** A tool entry naming a registered (or built-in) tool with options: `{ tool: list_events, auth: {…} }`. */
+export const namedToolSchema = z.strictObject({
+  tool: z
+    .string({ error: 'write tool: <the name of a tool registered in code>, e.g. tool: list_events' })
+    .min(1, 'write tool: <the name of a tool registered in code>, e.g. tool: list_events'),
+  auth: z.unknown().optional(),
+});
+
+const httpUrl = (key: string) =>
+  z.url({
+    protocol: /^https?$/,
+    error: `write ${key} as an http(s) URL, e.g. ${key}: https://example.com/${key}`,
+  });
+const scopes = z
+  .record(z.string(), z.string({ error: "write each scope's description as text" }), {
+    error:
+      'write scopes as a mapping of scope to description, e.g. scopes: { calendar.read: Read your calendar }',
+  })
+  .default({});
+const optionalText = (key: string) => z.string({ error: `write ${key} as text` }).optional();
+const requiredText = (key: string, example: string) =>
+  z
+    .string({ error: `write ${key} as text, e.g. ${key}: ${example}` })
+    .min(1, `write ${key}, e.g. ${key}: ${example}`);
+
+/**
+ * A tool's `auth:` in YAML: the code option's shape (tools/auth.ts, ADK's AuthConfig), every object strict so a
+ * misspelt key is reported. The secret fields hold the variables' values here (native-secrets.ts reads them).
+ */
+export const yamlAuthSchema = z.strictObject({
+  authScheme: z.discriminatedUnion(
+    'type',
+    [
+      z.strictObject({
+        type: z.literal('apiKey'),
+        in: z.enum(['header', 'query', 'cookie'], { error: 'write in: header, in: query or in: cookie' }),
+        name: requiredText('name', 'X-API-Key'),
+        description: optionalText('description'),
+      }),
+      z.strictObject({
+        type: z.literal('http'),
+        scheme: z.enum(['bearer', 'basic'], { error: 'write scheme: bearer or scheme: basic' }),
+        bearerFormat: optionalText('bearerFormat'),
+        description: optionalText('description'),
+      }),
+      z.strictObject({
+        type: z.literal('oauth2'),
+        flows: z.strictObject(
+          {
+            authorizationCode: z
+              .strictObject({
+                authorizationUrl: httpUrl('authorizationUrl'),
+                tokenUrl: httpUrl('tokenUrl'),
+                refreshUrl: httpUrl('refreshUrl').optional(),
+                scopes,
+              })
+              .optional(),
+            clientCredentials: z
+              .strictObject({
+                tokenUrl: httpUrl('tokenUrl'),
+                refreshUrl: httpUrl('refreshUrl').optional(),
+                scopes,
+              })
+              .optional(),
+          },
+          {
+            error:
+              'write flows: { authorizationCode: { authorizationUrl, tokenUrl, scopes } } or flows: { clientCredentials: { tokenUrl, scopes } }',
+          },
+        ),
+        description: optionalText('description'),
+      }),
+    ],
+    {
+      error:
+        'write authScheme: { type: apiKey, in: header, name: X-API-Key }, { type: http, scheme: bearer } or { type: oauth2, flows: { authorizationCode: { authorizationUrl, tokenUrl, scopes } } }',
+    },
+  ),
+  rawAuthCredential: z
+    .discriminatedUnion(
+      'authType',
+      [
+        z.strictObject({ authType: z.literal('apiKey'), apiKey: z.string() }),
+        z.strictObject({
+          authType: z.literal('http'),
+          http: z.strictObject({
+            scheme: z.enum(['bearer', 'basic'], { error: 'write scheme: bearer or scheme: basic' }),
+            credentials: z.strictObject({
+              token: z.string().optional(),
+              username: z.string().optional(),
+              password: z.string().optional(),
+            }),
+          }),
+        }),
+        z.strictObject({
+          authType: z.literal('oauth2'),
+          oauth2: z.strictObject({
+            clientId: requiredText('clientId', 'calendar-app'),
+            clientSecret: z.string().optional(),
+            redirectUri: httpUrl('redirectUri').optional(),
+          }),
+        }),
+      ],
+      {
+        error:
+          'write rawAuthCredential: { authType: oauth2, oauth2: { clientId, clientSecret } }, { authType: apiKey, apiKey: … } or { authType: http, http: { scheme, credentials } }',
+      },
+    )
+    .optional(),
+  credentialKey: z
+    .string({ error: 'write credentialKey as text, e.g. credentialKey: calendar' })
+    .regex(
+      /^[A-Za-z0-9_.:-]{1,128}$/,
+      'write a credentialKey of letters, digits and _ . : - (at most 128), e.g. calendar',
+    )
+    .optional(),
 });
