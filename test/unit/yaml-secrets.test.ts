@@ -213,9 +213,20 @@ ${body}`;
           url: http://127.0.0.1:9/a2a/review
           headers: { X-Team: docs }
           headersFrom: [{ name: Authorization, valueFrom: { type: Secret, name: s, key: REVIEW_AUTH } }]
+      - headersFrom: [{ name: X-Shared, valueFrom: { type: Secret, name: s, key: SHARED } }]
+        workflow:
+          type: Sequential
+          agents: [{ name: remote-step, url: http://127.0.0.1:9/a2a/step }]
 `),
       },
-      { env: { SERVER_AUTH: 'Bearer server', TOOL_AUTH: 'Bearer tool', REVIEW_AUTH: 'Bearer review' } },
+      {
+        env: {
+          SERVER_AUTH: 'Bearer server',
+          TOOL_AUTH: 'Bearer tool',
+          REVIEW_AUTH: 'Bearer review',
+          SHARED: 'v',
+        },
+      },
     );
     expect(problems).toEqual([]);
     const tools = (apps[0]?.agent as LlmAgent).options.tools ?? [];
@@ -226,6 +237,9 @@ ${body}`;
     const remote = (tools[1] as AgentTool).agent as RemoteA2aAgent;
     expect(remote).toBeInstanceOf(RemoteA2aAgent);
     expect(remote.headers).toEqual({ 'X-Team': 'docs', Authorization: 'Bearer review' });
+    // A subagent's own headersFrom goes to its workflow's remote steps.
+    const step = (tools[2] as AgentTool).agent.subAgents[0] as RemoteA2aAgent;
+    expect(step.headers).toEqual({ 'X-Shared': 'v' });
   });
 
   it('reports headersFrom where nothing is sent, credentials in clear and apiKeySecretKey holding the key itself', async () => {

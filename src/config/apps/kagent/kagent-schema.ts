@@ -139,6 +139,8 @@ const subagentSchema = z
     workflow: workflowSchema.optional(),
     role: text('role', 'Development Pipeline'),
     description: text('description', 'Sequential code development process'),
+    /** Headers for the subagent's remote agents (reference 001's Subagent.headersFrom). */
+    headersFrom: headersFromList,
   })
   .superRefine((subagent, ctx) => {
     if (subagent.agent && subagent.workflow) {

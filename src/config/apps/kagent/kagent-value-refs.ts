@@ -145,6 +145,7 @@ export function readManifestHeaders(
     subagents?: {
       agent?: AgentRefHeaders;
       workflow?: { agents: AgentRefHeaders[] };
+      headersFrom?: unknown[];
     }[];
   },
   remote: (name: string, kind: string | undefined) => boolean | undefined,
@@ -176,7 +177,27 @@ export function readManifestHeaders(
     subagent.workflow?.agents.forEach((ref, j) =>
       refs.push([ref, [...base, 'subagents', i, 'workflow', 'agents', j]]),
     );
-    for (const [ref, at] of refs) readReferenceHeaders(ctx, ref, at, into);
+    // The subagent's own headersFrom (reference 001's Subagent.headersFrom): sent to each of its remote agents.
+    let shared: Record<string, string> | undefined = {};
+    if (subagent.headersFrom !== undefined) {
+      const at = [...base, 'subagents', i, 'headersFrom'];
+      if (refs.some(([ref]) => ref.url !== undefined))
+        shared = readHeadersFrom(ctx, subagent.headersFrom, at);
+      else {
+        ctx.problems.push(
+          ctx.source.problem(
+            at,
+            'headersFrom is sent to agents served elsewhere: give an agent a url, or remove headersFrom',
+          ),
+        );
+        return;
+      }
+    }
+    for (const [ref, at] of refs) {
+      if (shared === undefined) return;
+      if (ref.url !== undefined && Object.keys(shared).length > 0) into.set(ref, shared);
+      readReferenceHeaders(ctx, ref, at, into);
+    }
   });
 }
 
@@ -218,5 +239,6 @@ function readReferenceHeaders(
     } else headers[name] = value;
   }
   const fromSecrets = readHeadersFrom(ctx, ref.headersFrom, [...at, 'headersFrom']);
-  if (ok && fromSecrets) into.set(ref, { ...headers, ...fromSecrets });
+  // An agent's own headers win over its subagent entry's.
+  if (ok && fromSecrets) into.set(ref, { ...into.get(ref), ...headers, ...fromSecrets });
 }
