@@ -285,3 +285,30 @@ spec: { declarative: { systemMessage: help, modelConfig: gemini-2.5-flash } }
     ]);
   });
 });
+
+describe('validate --no-env (missingEnv: warning)', () => {
+  it("warns about a ModelConfig's missing key and still builds the app, its model with a stand-in key", async () => {
+    const files = {
+      'agent.yaml': `apiVersion: kagent.dev/v1alpha2
+kind: Agent
+metadata: { name: boss }
+spec: { declarative: { systemMessage: hi, modelConfig: m } }
+`,
+      'model.yaml': `apiVersion: kagent.dev/v1alpha2
+kind: ModelConfig
+metadata: { name: m }
+spec: { provider: OpenAI, model: gpt-4.1, apiKeySecret: k, apiKeySecretKey: AGENTLOOM_TEST_UNSET_KEY }
+`,
+    };
+    const warned = await check(files, { env: {}, missingEnv: 'warning' });
+    expect(warned.problems).toEqual([]);
+    expect(warned.apps.map((a) => a.name)).toEqual(['boss']);
+    expect(warned.warnings.map((w) => `${w.line}:${w.col}: ${w.path}: ${w.message}`)).toEqual([
+      '4:77: spec.apiKeySecretKey: the environment has no variable AGENTLOOM_TEST_UNSET_KEY (the key of Secret k is read from the environment variable apiKeySecretKey names): set it',
+    ]);
+    const refused = await check(files, { env: {} });
+    expect(refused.apps).toEqual([]);
+    expect(refused.warnings).toEqual([]);
+    expect(refused.problems.map((p) => p.path)).toEqual(['spec.apiKeySecretKey']);
+  });
+});
