@@ -15,7 +15,7 @@ import {
   type SecretEnv,
 } from '../shared/secret-refs.js';
 import { formatPath, type ConfigProblem, type YamlDocument, type YamlPath } from '../shared/yaml-source.js';
-import { yamlAuthSchema } from './native-schema.js';
+import { yamlAuthSchema } from './native-auth-schema.js';
 
 /** Where values are read: the document, its problems, the environment. */
 export interface SecretContext {
