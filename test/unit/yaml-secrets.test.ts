@@ -74,6 +74,8 @@ describe('what looks like a secret', () => {
       'application/json',
       'kagent-openai',
       'AZURE_OPENAI_API_KEY_2',
+      '/tmp/agentloom-mcp-Xq7Rb2Kp9/calls.jsonl',
+      './servers/Notes7Server2Main.mjs',
     ])
       expect(looksLikeSecret(plain), plain).toBe(false);
     expect(

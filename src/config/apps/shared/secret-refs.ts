@@ -40,13 +40,21 @@ function entropy(text: string): number {
 /**
  * Whether `value` looks like a credential rather than a name or a setting: a known token prefix, an HTTP
  * `Bearer` / `Basic` credential, or a long random-looking word (20+ characters of mixed case and digits, or hex /
- * base64 of high entropy). A variable name (`OAUTH_CLIENT_SECRET`) and a URL do not.
+ * base64 of high entropy). A variable name (`OAUTH_CLIENT_SECRET`), a URL and a file path do not.
  */
 export function looksLikeSecret(value: string): boolean {
   const text = value.trim();
   if (/^(bearer|basic|token)\s+\S{8,}$/i.test(text)) return true;
   if (KNOWN_SECRET.test(text)) return true;
-  if (text.length < 20 || /\s/.test(text) || /^[a-z]+:\/\//i.test(text)) return false;
+  // Too short, words, a URL or a file path: a setting, not a credential.
+  if (
+    text.length < 20 ||
+    /\s/.test(text) ||
+    /^[a-z]+:\/\//i.test(text) ||
+    /^(\.{0,2}|~)\/|^[A-Z]:\\/i.test(text)
+  ) {
+    return false;
+  }
   if (/^[A-Z0-9_]+$/.test(text) && text.includes('_')) return false; // an UPPER_SNAKE name
   if (/^[0-9a-f]{32,}$/i.test(text)) return true; // hex of 16+ random bytes
   const classes = [/[a-z]/, /[A-Z]/, /[0-9]/].filter((r) => r.test(text)).length;
