@@ -7,19 +7,19 @@
  *   npx agentloom dev --apps examples/oauth2/calendar-app.ts
  *
  * The client secret and the token URL are the deployment's (here, the environment): never shown to a user, never
- * stored in an event. OAUTH_PROVIDER_URL changes where the provider is (default http://127.0.0.1:4000).
+ * stored in an event. OAUTH_PROVIDER_URL changes where the provider is (default http://127.0.0.1:4000). The same app
+ * in YAML: calendar-app.yaml, with the tool and the model of calendar-tools.ts.
  */
-import { FunctionTool, LlmAgent, ScriptedModel, type AppDefinition } from '../../src/index.js';
+import { FunctionTool, LlmAgent, type AppDefinition } from '../../src/index.js';
+import { calendarModel, listEventsOptions, provider } from './calendar-tools.js';
 
-const provider = process.env.OAUTH_PROVIDER_URL ?? 'http://127.0.0.1:4000';
 const clientSecret = process.env.OAUTH_CLIENT_SECRET;
 if (!clientSecret) {
   throw new Error('set OAUTH_CLIENT_SECRET to the secret the provider accepts (the same for both processes)');
 }
 
 const listEvents = new FunctionTool({
-  name: 'list_events',
-  description: "Today's events in the user's calendar",
+  ...listEventsOptions,
   auth: {
     authScheme: {
       type: 'oauth2',
@@ -37,25 +37,8 @@ const listEvents = new FunctionTool({
     },
     credentialKey: 'calendar',
   },
-  execute: async (_args, ctx) => {
-    const token = ctx.credential?.authType === 'oauth2' ? ctx.credential.oauth2.accessToken : '';
-    const response = await fetch(`${provider}/resource`, { headers: { authorization: `Bearer ${token}` } });
-    if (!response.ok) return { error: `the calendar answered ${response.status}` };
-    return { events: ['09:30 stand-up', '14:00 design review'] };
-  },
-});
-
-const model = new ScriptedModel({
-  respond: (turn) => {
-    if (turn.callIndex === 0) return { functionCalls: [{ name: 'list_events', args: {} }] };
-    const result = turn.contents.at(-1)?.parts.find((p) => p.functionResponse)?.functionResponse?.response;
-    const events = (result as { events?: string[] } | undefined)?.events;
-    return events
-      ? `Today: ${events.join('; ')}.`
-      : `I could not read the calendar: ${JSON.stringify(result)}`;
-  },
 });
 
 export const apps: AppDefinition[] = [
-  { name: 'calendar', agent: new LlmAgent({ name: 'assistant', model, tools: [listEvents] }) },
+  { name: 'calendar', agent: new LlmAgent({ name: 'assistant', model: calendarModel, tools: [listEvents] }) },
 ];

@@ -139,6 +139,10 @@ program
     '--registry <module>',
     'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files may use besides the built-in tools and provider model ids',
   )
+  .option(
+    '--no-env',
+    'an environment variable the files name (a secret: valueFrom, apiKeySecretKey) that is not set here is a warning, not a problem',
+  )
   .action(async (path: string, opts: ValidateFlags) => {
     const { runValidate } = await import('./validate.js');
     process.exitCode = await runValidate(path, opts);

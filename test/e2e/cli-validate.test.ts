@@ -188,6 +188,9 @@ describe('validate PATH ⇔ dev --apps PATH ⇔ worker --apps PATH', () => {
     'examples/kagent/agents.yaml': false,
     'examples/kagent/pipeline.yaml': false,
     'examples/kagent/mcp-servers.yaml': false,
+    // Its tool and model are registered in code (validate --registry examples/oauth2/calendar-tools.ts).
+    'examples/oauth2': false,
+    'examples/oauth2/calendar-app.yaml': false,
     'test/fixtures/yaml/unknown-tool.yaml': false,
     'test/fixtures/yaml/unknown-model.yaml': false,
     'test/fixtures/yaml/kagent-unknown-tool.yaml': false,

@@ -1,12 +1,13 @@
 /**
- * The README's worked OAuth2 example, as a user runs it: the example's provider (examples/oauth2/fake-provider.ts)
- * and `agentloom dev --apps examples/oauth2/calendar-app.ts` as real processes, no AGENTLOOM_SECRET_KEY (dev makes
+ * The README's worked OAuth2 example, as a user runs it, in code and in YAML: the example's provider
+ * (examples/oauth2/fake-provider.ts) and `agentloom dev --apps examples/oauth2/calendar-app.ts` — or `--apps
+ * calendar-app.yaml --registry calendar-tools.ts`, its client secret read from OAUTH_CLIENT_SECRET — as real processes, no AGENTLOOM_SECRET_KEY (dev makes
  * its own) and no AGENTLOOM_PUBLIC_URL (dev's own address is the callback). `run --follow` stops at the pause,
  * `status` shows the authorization URL, the "browser" opens it and is sent back to `/v1/auth/callback`, and the
  * run completes with what the tool read using the token.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,7 +22,22 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('the OAuth2 example', () => {
+/**
+ * How dev serves the example: the code app, or the YAML app. The YAML names the provider at its documented address
+ * (127.0.0.1:4000), which a test cannot count on: it runs a copy naming this test's provider, nothing else changed.
+ */
+const VARIANTS = {
+  code: (): string[] => ['--apps', 'examples/oauth2/calendar-app.ts'],
+  yaml: (providerUrl: string): string[] => {
+    const copy = join(dir, 'calendar-app.yaml');
+    const yaml = readFileSync(join(REPO, 'examples/oauth2/calendar-app.yaml'), 'utf8');
+    expect(yaml).toContain('clientSecret: { valueFrom: { env: OAUTH_CLIENT_SECRET } }');
+    writeFileSync(copy, yaml.replaceAll('http://127.0.0.1:4000', providerUrl));
+    return ['--apps', copy, '--registry', 'examples/oauth2/calendar-tools.ts'];
+  },
+};
+
+describe.each(Object.keys(VARIANTS) as (keyof typeof VARIANTS)[])('the OAuth2 example (%s)', (variant) => {
   it('pauses for consent, shows where to consent, and completes once the provider sends the user back', async () => {
     const providerPort = await freePort();
     const provider = new ServerProcess(
@@ -37,10 +53,9 @@ describe('the OAuth2 example', () => {
     const dev = new ServerProcess(
       [
         'dev',
-        '--apps',
-        'examples/oauth2/calendar-app.ts',
+        ...VARIANTS[variant](env.OAUTH_PROVIDER_URL),
         '--data',
-        join(dir, 'data'),
+        join(dir, `data-${variant}`),
         '--port',
         String(port),
       ],

@@ -232,18 +232,18 @@ agents:
     type: RemoteA2aAgent
     description: reviews drafts
     agentCard: http://127.0.0.1:9/a2a/review
-    headers: { authorization: Bearer t0k3n }
+    headers: { authorization: { valueFrom: { env: REVIEW_AUTHORIZATION } }, x-team: docs }
     timeoutMs: 60000
     outputKey: review
 `);
-    const { apps } = await loadAppsFromYaml(path, {});
+    const { apps } = await loadAppsFromYaml(path, {}, { env: { REVIEW_AUTHORIZATION: 'Bearer t0k3n' } });
     const remote = apps[0]?.agent.subAgents[0] as RemoteA2aAgent;
     expect(remote).toBeInstanceOf(RemoteA2aAgent);
     expect(remote).toMatchObject({
       name: 'reviewer',
       description: 'reviews drafts',
       agentCard: 'http://127.0.0.1:9/a2a/review',
-      headers: { authorization: 'Bearer t0k3n' },
+      headers: { authorization: 'Bearer t0k3n', 'x-team': 'docs' },
       timeoutMs: 60000,
       outputKey: 'review',
     });

@@ -19,6 +19,7 @@ import { ModelConfigs } from './kagent/kagent-model-configs.js';
 import { SKIPPED_KINDS } from './kagent/kagent-schema.js';
 import { readNativeApp } from './native/native-apps.js';
 import type { DeclarativeApp, Registries } from './shared/registries.js';
+import { SecretEnv, type EnvOptions } from './shared/secret-refs.js';
 import {
   formatProblem,
   sortProblems,
@@ -32,11 +33,14 @@ export type { ConfigProblem } from './shared/yaml-source.js';
 
 export { formatProblem } from './shared/yaml-source.js';
 export type { DeclarativeApp, Registries } from './shared/registries.js';
+export type { EnvOptions, MissingEnv } from './shared/secret-refs.js';
 
 /** Apps read from YAML and every problem found (apps are only returned when there is no problem). */
 export interface YamlAppsCheck {
   apps: DeclarativeApp[];
   problems: ConfigProblem[];
+  /** Variables the files name that the environment lacks, under `missingEnv: 'warning'` (else they are problems). */
+  warnings: ConfigProblem[];
 }
 
 const YAML_FILE = /\.ya?ml$/i;
@@ -149,9 +153,16 @@ function readFile(file: string, into: FoundDocuments): void {
  * Reads and checks the apps at `path` without throwing on their content: every problem of every file is in
  * `problems` (sorted by file, line, column), and `apps` is empty unless there is none. Tool and model names are
  * checked against the built-in tools, Gemini ids, the files' ModelConfigs and `registries` (absent records are
- * empty: nothing registered in code). Throws CONFIG when the path does not exist or a folder has no YAML files.
+ * empty: nothing registered in code). Every variable the files name (secrets: `valueFrom`, `apiKeySecretKey`) is read
+ * from `options.env` (default: this process's); a missing one is a problem, or with `missingEnv: 'warning'` a
+ * warning (`validate --no-env`). Throws CONFIG when the path does not exist or a folder has no YAML files.
  */
-export async function checkAppsYaml(path: string, registries: Registries = {}): Promise<YamlAppsCheck> {
+export async function checkAppsYaml(
+  path: string,
+  registries: Registries = {},
+  options: EnvOptions = {},
+): Promise<YamlAppsCheck> {
+  const secrets = new SecretEnv(options);
   const found: FoundDocuments = { native: [], kagent: [], modelConfigs: [], mcpServers: [], problems: [] };
   for (const file of filesOf(path)) readFile(file, found);
   const problems = [...found.problems];
@@ -167,7 +178,7 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
   }
   const apps: { app: DeclarativeApp; source: YamlDocument }[] = [];
   for (const source of found.native) {
-    const result = readNativeApp(source, registries);
+    const result = readNativeApp(source, registries, secrets);
     problems.push(...result.problems);
     if (result.app) apps.push({ app: result.app, source });
   }
@@ -176,8 +187,9 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
       found.kagent,
       registries,
       path,
-      await ModelConfigs.read(found.modelConfigs),
-      McpServers.read(found.mcpServers),
+      await ModelConfigs.read(found.modelConfigs, secrets),
+      McpServers.read(found.mcpServers, secrets),
+      secrets,
     );
     problems.push(...result.problems);
     const first = found.kagent[0] as YamlDocument;
@@ -193,8 +205,9 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
     }
     seen.set(app.name, source);
   }
-  if (problems.length > 0) return { apps: [], problems: sortProblems(problems) };
-  return { apps: apps.map((a) => a.app), problems: [] };
+  const warnings = sortProblems(secrets.warnings);
+  if (problems.length > 0) return { apps: [], problems: sortProblems(problems), warnings };
+  return { apps: apps.map((a) => a.app), problems: [], warnings };
 }
 
 /**
@@ -202,14 +215,17 @@ export async function checkAppsYaml(path: string, registries: Registries = {}): 
  * are names checked against `registries` (the `tools` / `models` records given to `createEngine`; pass the same
  * ones there, since the agents keep the names; absent: none); `exit_loop`, Gemini ids (`gemini-…`) and the
  * files' Gemini ModelConfigs are always accepted.
+ * The variables the files name are read from `options.env` (default: this process's environment): a missing one is
+ * a problem naming it, so a process serving the app refuses to start.
  * Throws one AgentloomError VALIDATION listing every problem, one `file:line:col: path: message` per line, with
  * the problems in `details.problems`; nothing is constructed from an invalid file.
  */
 export async function loadAppsFromYaml(
   path: string,
   registries: Registries = {},
+  options: EnvOptions = {},
 ): Promise<{ apps: DeclarativeApp[]; errors: [] }> {
-  const { apps, problems } = await checkAppsYaml(path, registries);
+  const { apps, problems } = await checkAppsYaml(path, registries, options);
   if (problems.length > 0) {
     const count = problems.length === 1 ? '1 problem' : `${problems.length} problems`;
     throw new AgentloomError(

@@ -29,6 +29,8 @@ import type { Tool } from '../../../tools/tool.js';
 import type { Model } from '../../../models/model.js';
 import type { Toolset } from '../../../tools/toolset.js';
 import { McpServers } from './kagent-mcp-servers.js';
+import { readManifestHeaders, type ManifestHeaders } from './kagent-value-refs.js';
+import { SecretEnv } from '../shared/secret-refs.js';
 import { linkManifests, type InvalidManifest, type Manifest, type ManifestLinks } from './kagent-links.js';
 import { ModelConfigs } from './kagent-model-configs.js';
 import {
@@ -115,6 +117,8 @@ class Builder {
     /** The model an Agent's `modelConfig` builds with. */
     private readonly modelFor: (modelConfig: string) => Model | string,
     private readonly mcpServers: McpServers,
+    /** Headers read from the environment, by tool entry and agent reference (kagent-value-refs.ts). */
+    private readonly headers: ManifestHeaders,
   ) {}
 
   build(manifest: Manifest): BaseAgent {
@@ -130,7 +134,7 @@ class Builder {
             name: toIdentifier(ref.name),
             agentCard: ref.url,
             ...(ref.description !== undefined ? { description: ref.description } : {}),
-            ...(ref.headers ? { headers: ref.headers } : {}),
+            ...(this.headers.has(ref) ? { headers: this.headers.get(ref) } : {}),
             // kagent's timeout is in seconds (an httpx timeout).
             ...(ref.timeout !== undefined ? { timeoutMs: ref.timeout * 1000 } : {}),
           });
@@ -139,9 +143,15 @@ class Builder {
       const ref = tool.mcpServer;
       const server = ref && this.mcpServers.find(ref.name, ref.kind);
       if (ref && server?.options) {
+        const { connection } = server.options;
+        const extra = this.headers.get(tool);
         tools.push(
           new McpToolset({
             ...server.options,
+            // The tool's headersFrom override the server's headers of the same name (as in kagent).
+            ...(extra && 'url' in connection
+              ? { connection: { ...connection, headers: { ...connection.headers, ...extra } } }
+              : {}),
             name: ref.name,
             toolFilter: ref.toolNames,
             ...(ref.requireApproval ? { requireConfirmation: ref.requireApproval } : {}),
@@ -196,6 +206,7 @@ export function readKagentApp(
   where: string,
   modelConfigs: ModelConfigs = ModelConfigs.none,
   mcpServers: McpServers = McpServers.none,
+  secrets: SecretEnv = new SecretEnv(),
 ): { app?: DeclarativeApp; problems: ConfigProblem[] } {
   const problems: ConfigProblem[] = [...modelConfigs.problems(), ...mcpServers.problems()];
   const manifests: Manifest[] = [];
@@ -214,6 +225,13 @@ export function readKagentApp(
     };
     manifests.push({ source, data: parsed.data, ident: toIdentifier(parsed.data.metadata.name), report });
   }
+  const headers: ManifestHeaders = new Map();
+  const remote = (name: string, kind: string | undefined) => {
+    const found = mcpServers.find(name, kind);
+    return found ? found.kind === 'RemoteMCPServer' : undefined;
+  };
+  for (const { source, data } of manifests)
+    readManifestHeaders({ source, problems, secrets }, data.spec.declarative, remote, headers);
   const links = linkManifests(manifests, invalid, where);
   problems.push(...links.problems);
   for (const { source, data } of [...manifests, ...invalid])
@@ -242,7 +260,12 @@ export function readKagentApp(
     return { problems };
   }
   try {
-    const builder = new Builder(links, (name) => modelConfigs.modelFor(name, registries), mcpServers);
+    const builder = new Builder(
+      links,
+      (name) => modelConfigs.modelFor(name, registries),
+      mcpServers,
+      headers,
+    );
     const namespace = root.data.metadata.namespace;
     return {
       app: { name: appName, agent: builder.build(root), ...(namespace ? { namespace } : {}) },

@@ -5,7 +5,7 @@
  * - `RemoteMCPServer` (kagent.dev): `spec.url`, `spec.protocol` (STREAMABLE_HTTP, default, or SSE), `spec.timeout`
  *   (a duration: `30s`, `1m30s`, `500ms`), `spec.headersFrom` (`{name, value}`, or `{name, valueFrom: {type:
  *   Secret | ConfigMap, name, key}}`, read from the environment variable `key`, as if the Secret were mounted with
- *   envFrom — a missing variable is a problem at load);
+ *   envFrom — a missing variable is a problem at load, a credential in `value` too: kagent-value-refs.ts);
  * - kmcp `MCPServer` (kagent.dev): `spec.transportType: stdio` with `spec.deployment.cmd`, `args` and `env`, run as a
  *   child process in the manifest's folder (an `http` transport needs a Kubernetes Service: write a RemoteMCPServer
  *   with its URL instead).
@@ -14,7 +14,9 @@
  */
 import { dirname, resolve } from 'node:path';
 import type { McpToolsetOptions } from '../../../tools/mcp/mcp-toolset.js';
+import { SecretEnv } from '../shared/secret-refs.js';
 import type { ConfigProblem, YamlDocument, YamlPath } from '../shared/yaml-source.js';
+import { readHeadersFrom } from './kagent-value-refs.js';
 
 /** The kinds of MCP server manifests read. */
 export const MCP_SERVER_KINDS = ['RemoteMCPServer', 'MCPServer'] as const;
@@ -50,7 +52,7 @@ export function durationMs(text: string): number | undefined {
 function declare(
   source: YamlDocument,
   kind: McpServerDeclaration['kind'],
-  env: NodeJS.ProcessEnv,
+  secrets: SecretEnv,
 ): McpServerDeclaration {
   const problems: ConfigProblem[] = [];
   const report = (path: YamlPath, message: string) => problems.push(source.problem(path, message));
@@ -72,43 +74,16 @@ function declare(
     if (protocol !== 'STREAMABLE_HTTP' && protocol !== 'SSE') {
       report(['spec', 'protocol'], 'write protocol: STREAMABLE_HTTP or protocol: SSE');
     }
-    const headers: Record<string, string> = {};
-    const headersFrom = field(spec, 'headersFrom') ?? [];
-    if (!Array.isArray(headersFrom)) report(['spec', 'headersFrom'], 'write headersFrom as a list');
-    (Array.isArray(headersFrom) ? headersFrom : []).forEach((ref, i) => {
-      const path = ['spec', 'headersFrom', i];
-      const name = field(ref, 'name');
-      const value = field(ref, 'value');
-      const from = field(ref, 'valueFrom');
-      if (typeof name !== 'string' || name === '') {
-        report(path, 'write name: the header, e.g. name: Authorization');
-        return;
-      }
-      if (typeof value === 'string') {
-        headers[name] = value;
-        return;
-      }
-      const key = field(from, 'key');
-      if (typeof key !== 'string' || key === '') {
-        report(path, 'write value: <text>, or valueFrom: { type: Secret, name: <secret>, key: <variable> }');
-        return;
-      }
-      const variable = env[key];
-      if (variable === undefined) {
-        report(
-          [...path, 'valueFrom', 'key'],
-          `the environment has no variable ${key} (a valueFrom is read from the variable its key names): set it`,
-        );
-        return;
-      }
-      headers[name] = variable;
-    });
+    const headers = readHeadersFrom({ source, problems, secrets }, field(spec, 'headersFrom'), [
+      'spec',
+      'headersFrom',
+    ]);
     const connection =
       typeof url === 'string'
         ? {
             url,
             ...(protocol === 'SSE' ? { transport: 'sse' as const } : {}),
-            ...(Object.keys(headers).length > 0 ? { headers } : {}),
+            ...(headers && Object.keys(headers).length > 0 ? { headers } : {}),
           }
         : undefined;
     return {
@@ -159,14 +134,14 @@ export class McpServers {
   private constructor(private readonly byKey: ReadonlyMap<string, McpServerDeclaration>) {}
 
   /** Reads the manifests among `sources` (the first of a kind and name counts). */
-  static read(sources: readonly YamlDocument[], env: NodeJS.ProcessEnv = process.env): McpServers {
+  static read(sources: readonly YamlDocument[], secrets: SecretEnv = new SecretEnv()): McpServers {
     const byKey = new Map<string, McpServerDeclaration>();
     for (const source of sources) {
       const data = source.data();
       const kind = field(data, 'kind') as McpServerDeclaration['kind'];
       const name = field(field(data, 'metadata'), 'name');
       if (typeof name !== 'string' || byKey.has(`${kind}/${name}`)) continue;
-      byKey.set(`${kind}/${name}`, declare(source, kind, env));
+      byKey.set(`${kind}/${name}`, declare(source, kind, secrets));
     }
     return new McpServers(byKey);
   }

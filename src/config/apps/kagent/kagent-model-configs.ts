@@ -19,6 +19,7 @@ import type * as ModelsIndex from '../../../models/index.js';
 import type { Model } from '../../../models/model.js';
 import type { ConfigProblem, YamlDocument, YamlPath } from '../shared/yaml-source.js';
 import type { Registries } from '../shared/registries.js';
+import { isSensitiveName, looksLikeSecret, SecretEnv, variableNameProblem } from '../shared/secret-refs.js';
 import {
   modelConfigSchema,
   OLLAMA_OPTIONS,
@@ -158,7 +159,7 @@ function build(models: ModelsModule, spec: ModelConfigSpec, key: string | undefi
 /** Reads one manifest; every problem is collected. */
 function declare(
   source: YamlDocument,
-  env: NodeJS.ProcessEnv,
+  secrets: SecretEnv,
   models: () => Promise<ModelsModule>,
 ): Promise<ModelConfigDeclaration> | ModelConfigDeclaration {
   const parsed = modelConfigSchema.safeParse(source.data());
@@ -168,23 +169,43 @@ function declare(
   const report = (path: YamlPath, message: string) => problems.push(source.problem(path, message));
   const { spec } = parsed.data;
   crossFieldProblems(spec, report);
+  if (spec.apiKeySecretKey !== undefined) {
+    const problem = variableNameProblem(spec.apiKeySecretKey, 'apiKeySecretKey', 'OPENAI_API_KEY');
+    if (problem) report(['spec', 'apiKeySecretKey'], problem);
+  }
+  if (spec.apiKeySecret !== undefined && looksLikeSecret(spec.apiKeySecret)) {
+    report(
+      ['spec', 'apiKeySecret'],
+      "apiKeySecret holds what looks like the key itself: write the Secret's name here (e.g. apiKeySecret: kagent-openai) and the variable holding the key in apiKeySecretKey",
+    );
+  }
+  for (const [header, value] of Object.entries(spec.defaultHeaders ?? {})) {
+    if (isSensitiveName(header) || looksLikeSecret(value)) {
+      report(
+        ['spec', 'defaultHeaders', header],
+        `header ${header} carries a credential, which is never written in a manifest: give the key with apiKeySecret and apiKeySecretKey`,
+      );
+    }
+  }
   if (problems.length > 0) return { problems };
   const plainGemini = spec.provider === 'Gemini' && !spec.apiKeySecret && !spec.defaultHeaders;
   if (plainGemini) return { model: spec.model, problems };
   const variable = spec.apiKeySecretKey ?? DEFAULT_KEY_VARIABLES[spec.provider];
-  const key =
+  let key =
     variable === undefined
       ? undefined
-      : (env[variable] ??
-        (spec.provider === 'Gemini' && !spec.apiKeySecretKey ? env.GOOGLE_API_KEY : undefined));
+      : (secrets.value(variable) ??
+        (spec.provider === 'Gemini' && !spec.apiKeySecretKey ? secrets.value('GOOGLE_API_KEY') : undefined));
   if (variable !== undefined && !key) {
     const written = field(field(source.data(), 'spec'), 'provider') !== undefined;
     const where = ['spec', spec.apiKeySecretKey ? 'apiKeySecretKey' : written ? 'provider' : 'model'];
     const how = spec.apiKeySecretKey
       ? `the key of Secret ${spec.apiKeySecret} is read from the environment variable apiKeySecretKey names`
       : `provider ${spec.provider} reads its key from ${variable}, or from the variable apiKeySecretKey names`;
-    report(where, `the environment has no variable ${variable} (${how}): set it`);
-    return { problems };
+    const problem = source.problem(where, `the environment has no variable ${variable} (${how}): set it`);
+    // validate --no-env: a warning, and the model is built with a stand-in key (it is never called).
+    if (!secrets.missing(problem, problems)) return { problems };
+    key = `<${variable} unset>`;
   }
   return models().then((m) => ({ model: build(m, spec, key), problems }));
 }
@@ -196,7 +217,7 @@ export class ModelConfigs {
   /** Reads the ModelConfig manifests among `sources` (the first of a name counts), building their models. */
   static async read(
     sources: readonly YamlDocument[],
-    env: NodeJS.ProcessEnv = process.env,
+    secrets: SecretEnv = new SecretEnv(),
   ): Promise<ModelConfigs> {
     const byName = new Map<string, ModelConfigDeclaration>();
     let loaded: Promise<ModelsModule> | undefined;
@@ -204,7 +225,7 @@ export class ModelConfigs {
     for (const source of sources) {
       const name = field(field(source.data(), 'metadata'), 'name');
       if (typeof name !== 'string' || byName.has(name)) continue;
-      byName.set(name, await declare(source, env, models));
+      byName.set(name, await declare(source, secrets, models));
     }
     return new ModelConfigs(byName);
   }

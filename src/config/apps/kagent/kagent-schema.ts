@@ -46,6 +46,13 @@ const kubernetesName = (example: string) =>
 const text = (key: string, example: string) =>
   z.string({ error: `write ${key} as text, e.g. ${key}: "${example}"` }).optional();
 
+/** A `headersFrom` list: each entry is checked by kagent-value-refs.ts (where its problems get their exact line). */
+const headersFromList = z
+  .array(z.unknown(), {
+    error: 'write headersFrom as a list of { name, valueFrom: { type: Secret, name, key } }',
+  })
+  .optional();
+
 /**
  * A reference to another Agent of the folder (`name`, or `namespace/name` in a workflow), or with `url` to an agent
  * served elsewhere over A2A (reference 001's SubagentConfig: `{name, url, headers?, timeout?}`), which becomes a
@@ -77,6 +84,8 @@ const agentReference = z.strictObject({
     .number({ error: 'write timeout as a number of seconds, e.g. timeout: 300' })
     .positive('timeout must be a positive number of seconds, e.g. timeout: 300')
     .optional(),
+  /** Headers from Secrets (kagent's ValueRef list), read by kagent-value-refs.ts. */
+  headersFrom: headersFromList,
 });
 
 /** An agent reference as parsed. */
@@ -130,6 +139,8 @@ const subagentSchema = z
     workflow: workflowSchema.optional(),
     role: text('role', 'Development Pipeline'),
     description: text('description', 'Sequential code development process'),
+    /** Headers for the subagent's remote agents (reference 001's Subagent.headersFrom). */
+    headersFrom: headersFromList,
   })
   .superRefine((subagent, ctx) => {
     if (subagent.agent && subagent.workflow) {
@@ -173,6 +184,8 @@ const toolSchema = z
       })
       .optional(),
     agent: agentReference.optional(),
+    /** Headers sent to the tool's server (kagent's Tool.headersFrom), overriding the server's own. */
+    headersFrom: headersFromList,
   })
   .superRefine((tool, ctx) => {
     tool.mcpServer?.requireApproval?.forEach((name, i) => {

@@ -14,6 +14,7 @@ import { AgentloomError } from '../../../core/errors.js';
 import { AgentTool } from '../../../agents/agent-tool.js';
 import { McpToolset } from '../../../tools/mcp/mcp-toolset.js';
 import type { Tool } from '../../../tools/tool.js';
+import { withAuth } from '../../../tools/tool-with-auth.js';
 import type { Toolset } from '../../../tools/toolset.js';
 import {
   appDocumentSchema,
@@ -22,7 +23,8 @@ import {
   type WorkflowAgentData,
 } from './native-schema.js';
 import { SpecReader, type AgentRef, type AgentSpec } from './native-spec.js';
-import type { DeclarativeApp, Registries } from '../shared/registries.js';
+import { registeredTool, type DeclarativeApp, type Registries } from '../shared/registries.js';
+import type { SecretEnv } from '../shared/secret-refs.js';
 import { suggest, type ConfigProblem, type YamlDocument } from '../shared/yaml-source.js';
 
 function withoutUndefined<T extends object>(value: T): T {
@@ -143,7 +145,10 @@ class Linker {
 class Builder {
   private readonly built = new Map<string, BaseAgent>();
 
-  constructor(private readonly linker: Linker) {}
+  constructor(
+    private readonly linker: Linker,
+    private readonly registries: Registries,
+  ) {}
 
   build(spec: AgentSpec): BaseAgent {
     const existing = this.built.get(spec.name);
@@ -171,7 +176,9 @@ class Builder {
         _tools &&
         spec.tools.map((t) =>
           t.kind === 'name'
-            ? t.name
+            ? t.auth
+              ? withAuth(registeredTool(t.name, this.registries) as Tool, t.auth)
+              : t.name
             : t.kind === 'mcp'
               ? new McpToolset(t.options)
               : new AgentTool({ agent: child(t.agent), skipSummarization: t.skipSummarization }),
@@ -187,7 +194,9 @@ class Builder {
         }),
       );
     } else if (spec.type === 'RemoteA2aAgent') {
-      const { agentCard, headers, timeoutMs, outputKey } = spec.data as RemoteAgentData;
+      // Headers as read by the spec reader: text, the secrets' values read from the environment.
+      const { agentCard, timeoutMs, outputKey } = spec.data as RemoteAgentData;
+      const headers = (spec.data as RemoteAgentData).headers as Record<string, string> | undefined;
       const { subAgents: _none, ...leaf } = base;
       agent = new RemoteA2aAgent(withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey }));
     } else if (spec.type === 'LoopAgent') {
@@ -209,8 +218,9 @@ class Builder {
 export function readNativeApp(
   source: YamlDocument,
   registries: Registries,
+  secrets: SecretEnv,
 ): { app?: DeclarativeApp; problems: ConfigProblem[] } {
-  const reader = new SpecReader(source, registries);
+  const reader = new SpecReader(source, registries, secrets);
   const data = source.data();
   const parsed = appDocumentSchema.safeParse(data);
   if (!parsed.success)
@@ -244,7 +254,10 @@ export function readNativeApp(
   }
   if (!root || reader.problems.length > 0) return { problems: reader.problems };
   try {
-    return { app: { name: parsed.data.app, agent: new Builder(linker).build(root) }, problems: [] };
+    return {
+      app: { name: parsed.data.app, agent: new Builder(linker, registries).build(root) },
+      problems: [],
+    };
   } catch (err) {
     // The checks above mirror the constructors; this is the safety net for one they missed.
     if (!(err instanceof AgentloomError)) throw err;

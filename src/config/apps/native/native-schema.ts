@@ -154,11 +154,16 @@ export const loopAgentSchema = z.strictObject({
     .default(5),
 });
 
+/** A mapping of names to text or `{ valueFrom: { env: NAME } }` (read and checked by native-secrets.ts). */
 const textMap = (key: string) =>
   z
-    .record(z.string(), z.string({ error: `write each value of ${key} as text` }), {
-      error: `write ${key} as a mapping of names to text`,
-    })
+    .record(
+      z.string(),
+      z.union([z.string(), z.record(z.string(), z.unknown())], {
+        error: `write each value of ${key} as text, or as { valueFrom: { env: NAME } } for a secret`,
+      }),
+      { error: `write ${key} as a mapping of names to text` },
+    )
     .optional();
 
 /** A RemoteA2aAgent: an agent of another A2A server, reached through its card. */
@@ -248,6 +253,7 @@ export const mcpToolSchema = z.strictObject({
         .optional(),
       idempotent: names('idempotent'),
       timeoutMs: milliseconds('timeoutMs', 30000),
+      auth: z.unknown().optional(),
     })
     .superRefine((mcp, ctx) => {
       if ((mcp.url === undefined) === (mcp.command === undefined)) {
@@ -257,7 +263,7 @@ export const mcpToolSchema = z.strictObject({
             'write either url: (an HTTP server, e.g. url: http://127.0.0.1:3001/mcp) or command: (a stdio server, e.g. command: npx)',
         });
       }
-      const http = ['transport', 'headers'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
+      const http = ['transport', 'headers', 'auth'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
       const stdio = ['args', 'env', 'cwd'].filter((k) => mcp[k as keyof typeof mcp] !== undefined);
       if (mcp.command !== undefined && http.length > 0)
         ctx.addIssue({ code: 'custom', message: `${http.join(', ')} apply to url: servers; remove them` });
@@ -281,4 +287,12 @@ export const appDocumentSchema = z.strictObject({
     1,
     'an app needs at least one agent: add an entry under agents:',
   ),
+});
+
+/** A tool entry naming a registered (or built-in) tool with options: `{ tool: list_events, auth: {…} }`. */
+export const namedToolSchema = z.strictObject({
+  tool: z
+    .string({ error: 'write tool: <the name of a tool registered in code>, e.g. tool: list_events' })
+    .min(1, 'write tool: <the name of a tool registered in code>, e.g. tool: list_events'),
+  auth: z.unknown().optional(),
 });

@@ -5,19 +5,23 @@
  */
 import type { z } from 'zod';
 import { dirname, resolve } from 'node:path';
+import type { ToolAuth } from '../../../tools/auth.js';
 import type { McpToolsetOptions } from '../../../tools/mcp/mcp-toolset.js';
+import type { SecretEnv } from '../shared/secret-refs.js';
 import { zodFromJsonSchema } from '../shared/json-schema.js';
 import {
   AGENT_SCHEMAS,
   AGENT_TYPES,
   agentToolSchema,
   mcpToolSchema,
+  namedToolSchema,
   type AgentType,
   type LlmAgentData,
   type RemoteAgentData,
   type WorkflowAgentData,
 } from './native-schema.js';
-import { modelProblem, toolProblem, type Registries } from '../shared/registries.js';
+import { modelProblem, registeredTool, toolProblem, type Registries } from '../shared/registries.js';
+import { readSecretMap, readToolAuth, type SecretContext } from './native-secrets.js';
 import {
   closest,
   suggest,
@@ -34,7 +38,7 @@ export interface AgentRef {
 
 /** A tool entry: a tool name, or an agent offered as a tool. */
 export type ToolSpec =
-  | { kind: 'name'; name: string; path: YamlPath }
+  | { kind: 'name'; name: string; path: YamlPath; auth?: ToolAuth }
   | { kind: 'mcp'; options: McpToolsetOptions; path: YamlPath }
   | { kind: 'agent'; agent: AgentSpec | AgentRef; skipSummarization?: boolean; path: YamlPath };
 
@@ -71,7 +75,13 @@ export class SpecReader {
   constructor(
     readonly source: YamlDocument,
     private readonly registries: Registries,
+    private readonly secrets: SecretEnv,
   ) {}
+
+  /** Where secrets are read for this document. */
+  private get secretContext(): SecretContext {
+    return { source: this.source, problems: this.problems, secrets: this.secrets };
+  }
 
   /** Records a problem at `path` of this document (at its key with `key: true`). */
   report(path: YamlPath, message: string, options: { key?: boolean } = {}): void {
@@ -127,7 +137,15 @@ export class SpecReader {
       if (name !== undefined) this.invalidNames.add(name);
       return undefined;
     }
-    const data = parsed.data as LlmAgentData | WorkflowAgentData | RemoteAgentData;
+    let data = parsed.data as LlmAgentData | WorkflowAgentData | RemoteAgentData;
+    if (type === 'RemoteA2aAgent' && 'headers' in data && data.headers) {
+      const headers = readSecretMap(this.secretContext, data.headers, [...path, 'headers'], 'header');
+      if (!headers) {
+        if (name !== undefined) this.invalidNames.add(name);
+        return undefined;
+      }
+      data = { ...data, headers };
+    }
     const spec: AgentSpec = { name: data.name, type: type as AgentType, path, data, subAgents, tools };
     if (outputSchema) spec.outputSchema = outputSchema;
     this.specs.set(spec.name, spec);
@@ -177,11 +195,13 @@ export class SpecReader {
       const toolName =
         typeof entry === 'string'
           ? entry
-          : typeof target === 'string'
-            ? target
-            : isRecord(target)
-              ? target.name
-              : undefined;
+          : isRecord(entry) && typeof entry.tool === 'string'
+            ? entry.tool
+            : typeof target === 'string'
+              ? target
+              : isRecord(target)
+                ? target.name
+                : undefined;
       if (typeof toolName === 'string') {
         if (seen.has(toolName)) this.report(at, `tool "${toolName}" is listed twice; remove one`);
         seen.add(toolName);
@@ -194,11 +214,12 @@ export class SpecReader {
       if (!isRecord(entry)) {
         this.report(
           at,
-          'write a tool name (e.g. exit_loop), { agent: <agent name or inline definition> } or { mcp: { url | command } }',
+          'write a tool name (e.g. exit_loop), { tool: <name>, auth: … }, { agent: <agent name or inline definition> } or { mcp: { url | command } }',
         );
         return [];
       }
       if ('mcp' in entry) return this.readMcp(entry, at);
+      if ('tool' in entry) return this.readNamedTool(entry, at);
       const parsed = agentToolSchema.safeParse(entry);
       if (!parsed.success) {
         this.problems.push(...this.source.zodProblems(at, agentToolSchema, parsed.error, 'an agent tool'));
@@ -220,7 +241,14 @@ export class SpecReader {
       this.problems.push(...this.source.zodProblems(at, mcpToolSchema, parsed.error, 'an MCP server'));
       return [];
     }
-    const { url, transport, headers, command, args, env, cwd, ...rest } = parsed.data.mcp;
+    const { url, transport, command, args, cwd, auth: rawAuth, ...rest } = parsed.data.mcp;
+    const { headers: rawHeaders, env: rawEnv, ...others } = rest;
+    const ctx = this.secretContext;
+    const before = this.problems.length;
+    const headers = readSecretMap(ctx, rawHeaders, [...at, 'mcp', 'headers'], 'header');
+    const env = readSecretMap(ctx, rawEnv, [...at, 'mcp', 'env'], 'variable');
+    const auth = rawAuth === undefined ? undefined : readToolAuth(ctx, rawAuth, [...at, 'mcp', 'auth']);
+    if (this.problems.length > before) return [];
     const folder = dirname(resolve(this.source.file));
     const connection =
       url !== undefined
@@ -231,7 +259,32 @@ export class SpecReader {
             ...(env ? { env } : {}),
             cwd: cwd === undefined ? folder : resolve(folder, cwd),
           };
-    const options = Object.fromEntries(Object.entries(rest).filter(([, v]) => v !== undefined));
-    return [{ kind: 'mcp', options: { connection, ...options }, path: at }];
+    const options = Object.fromEntries(Object.entries(others).filter(([, v]) => v !== undefined));
+    return [{ kind: 'mcp', options: { connection, ...options, ...(auth ? { auth } : {}) }, path: at }];
+  }
+
+  /** `{ tool: <name>, auth? }`: a registered (or built-in) tool, with the credential it needs. */
+  private readNamedTool(entry: Record<string, unknown>, at: YamlPath): ToolSpec[] {
+    const parsed = namedToolSchema.safeParse(entry);
+    if (!parsed.success) {
+      this.problems.push(...this.source.zodProblems(at, namedToolSchema, parsed.error, 'a tool entry'));
+      return [];
+    }
+    const { tool: name, auth: rawAuth } = parsed.data;
+    const problem = toolProblem(name, this.registries);
+    if (problem) {
+      this.report([...at, 'tool'], problem);
+      return [];
+    }
+    if (rawAuth === undefined) return [{ kind: 'name', name, path: at }];
+    if (registeredTool(name, this.registries)?.auth) {
+      this.report(
+        [...at, 'auth'],
+        `tool "${name}" declares auth in code already: remove auth: here, or remove it from the tool's code`,
+      );
+      return [];
+    }
+    const auth = readToolAuth(this.secretContext, rawAuth, [...at, 'auth']);
+    return auth ? [{ kind: 'name', name, path: at, auth }] : [];
   }
 }

@@ -64,6 +64,12 @@ function nearest(name: string, known: readonly string[]): string {
   return near ? ` did you mean "${near}"?` : '';
 }
 
+/** The tool object `name` stands for (a built-in or a registered one), if any. */
+export function registeredTool(name: string, registries: Registries): Tool | undefined {
+  if (Object.hasOwn(registries.tools ?? {}, name)) return registries.tools?.[name];
+  return name === exitLoop.name ? exitLoop : undefined;
+}
+
 /** Why `name` cannot be used as a tool, or undefined when it can. */
 export function toolProblem(name: string, registries: Registries): string | undefined {
   const registered = Object.keys(registries.tools ?? {});

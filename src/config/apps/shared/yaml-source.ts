@@ -93,6 +93,12 @@ function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
   };
   for (const segment of path) {
     unwrap();
+    // A union (authScheme's types): the option that has the key.
+    if (current instanceof z.ZodUnion) {
+      current = (current.options as unknown[]).find(
+        (o) => o instanceof z.ZodObject && String(segment) in (o.shape as object),
+      );
+    }
     if (current instanceof z.ZodObject) current = (current.shape as Record<string, unknown>)[String(segment)];
     else if (current instanceof z.ZodArray) current = current.element;
     else if (current instanceof z.ZodRecord) current = current.valueType;
