@@ -4,32 +4,16 @@
  * response}` after a restart of `dev` (the task is the invocation: it outlives the process), a dropped stream
  * resumed with SubscribeToTask and ended by CancelTask, and a v0.3 `message/send` with curl's body from the README.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
+import { freePort } from '../support/cli.js';
+import { DEV_START_MS, DevProcesses } from '../support/a2a-dev.js';
 
-const START_TIMEOUT_MS = 180_000;
-const APPS = join(REPO, 'test/e2e/fixtures/cli-apps.ts');
-const dir = mkdtempSync(join(tmpdir(), 'agentloom-a2a-'));
-const running: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(running.map((p) => p.stop()));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function startDev(port: number): Promise<{ dev: ServerProcess; url: string }> {
-  const dev = new ServerProcess(['dev', '--port', String(port), '--apps', APPS, '--data', join(dir, 'data')]);
-  running.push(dev);
-  const match = await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
-    timeoutMs: START_TIMEOUT_MS - 10_000,
-    what: 'dev to listen',
-  });
-  return { dev, url: match[1] as string };
-}
+const START_TIMEOUT_MS = DEV_START_MS + 10_000;
+const devs = new DevProcesses();
+afterAll(() => devs.stopAll());
+const startDev = (port: number) => devs.start(port);
 
 function client(url: string, app: string): Promise<Client> {
   return new ClientFactory().createFromUrl(`${url}/api/a2a/default/${app}/`);
