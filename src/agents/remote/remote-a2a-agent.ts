@@ -28,6 +28,12 @@ export interface RemoteA2aAgentOptions {
   timeoutMs?: number;
   /** Session state key that receives the remote's answer (its final artifacts' text). */
   outputKey?: string;
+  /**
+   * `'idempotent'` (default): after a crash between the send and the stored task id, the message is sent again
+   * under the same message id (an agentloom remote answers with the same task; other remotes may start a second
+   * one). `'unsafe'`: that crash pauses the run with an in-doubt call (rerun, skip with a result, or fail) instead.
+   */
+  sideEffects?: 'idempotent' | 'unsafe';
   /** See BaseAgentOptions. */
   maxStepMs?: number;
 }
@@ -38,6 +44,7 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
   readonly headers: Readonly<Record<string, string>>;
   readonly timeoutMs: number | undefined;
   readonly outputKey: string | undefined;
+  readonly sideEffects: 'idempotent' | 'unsafe';
   private connecting: Promise<A2aConnection> | undefined;
 
   constructor(options: RemoteA2aAgentOptions) {
@@ -75,6 +82,13 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
         details: { field: 'headers' },
       });
     }
+    const sideEffects = options.sideEffects ?? 'idempotent';
+    if (sideEffects !== 'idempotent' && sideEffects !== 'unsafe') {
+      throw new AgentloomError('VALIDATION', `${where}: sideEffects must be 'idempotent' or 'unsafe'`, {
+        details: { field: 'sideEffects' },
+      });
+    }
+    this.sideEffects = sideEffects;
     this.agentCard = card;
     this.headers = { ...headers };
     this.timeoutMs = timeoutMs;

@@ -187,9 +187,11 @@ class Builder {
         }),
       );
     } else if (spec.type === 'RemoteA2aAgent') {
-      const { agentCard, headers, timeoutMs, outputKey } = spec.data as RemoteAgentData;
+      const { agentCard, headers, timeoutMs, outputKey, sideEffects } = spec.data as RemoteAgentData;
       const { subAgents: _none, ...leaf } = base;
-      agent = new RemoteA2aAgent(withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey }));
+      agent = new RemoteA2aAgent(
+        withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey, sideEffects }),
+      );
     } else if (spec.type === 'LoopAgent') {
       agent = new LoopAgent(
         withoutUndefined({ ...base, maxIterations: (spec.data as WorkflowAgentData).maxIterations ?? 5 }),
