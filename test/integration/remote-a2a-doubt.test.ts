@@ -2,7 +2,9 @@
  * RemoteA2aAgent at the crash window it cannot close alone — the message left, the process died before the remote
  * task id was stored — against a remote that is not agentloom (`@a2a-js/sdk`'s server: no idempotency by message
  * id). The default sends the same message id again (the remote starts a second task); `sideEffects: 'unsafe'`
- * pauses the run with an in-doubt call instead, answered with skip (a result) or rerun (sent again).
+ * pauses the run with an in-doubt call instead, answered with skip (a result) or rerun (sent again). And our cancel
+ * of a run paused on a remote's question cancels the remote task, before our cancel commits (a crash in between
+ * leaves our run paused, cancelled by the next cancel).
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { RemoteA2aAgent } from '../../src/index.js';
@@ -14,8 +16,8 @@ afterAll(async () => {
   for (const agent of agents) await agent.close();
 });
 
-async function remote(reply: string): Promise<SdkAgent> {
-  const agent = await startSdkAgent(() => ({ reply }));
+async function remote(reply: string, ask?: string): Promise<SdkAgent> {
+  const agent = await startSdkAgent(() => (ask ? { ask } : { reply }));
   agents.push(agent);
   return agent;
 }
@@ -104,6 +106,32 @@ describe('a crash after the send, before the task id was stored (a remote withou
       expect(result.error).toMatchObject({ code: 'REMOTE_AGENT' });
       expect(result.error?.message).toContain('the bank says no');
       expect(sdk.received).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
+describe('our run cancelled while paused on a remote task', () => {
+  it('cancels the remote task (tasks/cancel), before our cancel commits', async () => {
+    const sdk = await remote('', 'which colour?');
+    const fault = crashOnce('before-cancel-commit');
+    const agent = new RemoteA2aAgent({ name: 'painter', agentCard: sdk.url });
+    const engine = await clientEngine(agent, { faults: fault.hook });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'paint' });
+      const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(paused.status).toBe('paused');
+      const taskId = String(paused.pending[0]?.args.taskId);
+      expect(sdk.tasks).toEqual([taskId]);
+      // A crash between the remote's cancel and ours: the remote task is stopped, our run still paused.
+      await expect(engine.cancel(invocationId)).rejects.toThrow('simulated crash at before-cancel-commit');
+      expect(sdk.cancelled).toEqual([taskId]);
+      expect((await engine.get(invocationId)).status).toBe('paused');
+      // Cancelled again: the remote's refusal (its task already ended) does not hold our cancel back.
+      expect((await engine.cancel(invocationId)).status).toBe('cancelled');
+      expect(sdk.cancelled).toEqual([taskId]);
+      expect(sdk.received).toEqual(['paint']);
     } finally {
       await engine.close();
     }

@@ -5,7 +5,9 @@
 import { AgentloomError } from '../../core/errors.js';
 import { BaseAgent, type AgentKind } from '../base-agent.js';
 import type { LeafOutcome, NodeRuntime } from '../context.js';
-import { connectA2a, type A2aConnection, type AgentCardSource } from './a2a-connection.js';
+import type { Event } from '../../core/event.js';
+import { connectA2a, isNotCancelable, type A2aConnection, type AgentCardSource } from './a2a-connection.js';
+import { markerOf } from './remote-journal.js';
 import { runRemote, type RemoteRunAgent } from './remote-run.js';
 
 /** Options of {@link RemoteA2aAgent}. */
@@ -114,6 +116,20 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
       throw err;
     });
     return this.connecting;
+  }
+
+  /**
+   * Our run was cancelled while this node was unfinished (paused on the remote's question, or running): cancels the
+   * remote task it stored, unless it ended. A task the remote no longer lets us cancel (it ended meanwhile) is fine.
+   */
+  override async stopOutside(journal: readonly Event[]): Promise<void> {
+    const markers = journal.flatMap((e) => markerOf(e, this.name) ?? []);
+    const task = markers.at(-1)?.remoteTask;
+    if (!task || markers.some((m) => m.remoteEnded)) return;
+    const { client } = await this.connection();
+    await client.cancelTask({ tenant: '', id: task.taskId, metadata: undefined }).catch((err: unknown) => {
+      if (!isNotCancelable(err)) throw err;
+    });
   }
 
   override runLeaf(runtime: NodeRuntime): Promise<LeafOutcome> {

@@ -5,6 +5,9 @@ import type { Db } from '../../store/db/database.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
 import { invocationNodes, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import { cancelToolRequestsTx } from '../../store/repos/tool-requests.js';
+import { listEvents } from '../../store/repos/events.js';
+import type { InvocationRow } from '../../store/repos/invocations.js';
+import type { RegisteredApp } from '../apps/registry.js';
 
 /** Marks the invocation and every unfinished node cancelled. Returns false when it had already ended. */
 export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
@@ -26,6 +29,30 @@ export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
   await cancelToolRequestsTx(tx, invocationId);
   await setInvocationStatusTx(tx, invocationId, 'cancelled');
   return true;
+}
+
+/**
+ * Before a cancel commits: each unfinished leaf of the invocation stops what it started outside the engine (a
+ * remote agent's task: `tasks/cancel`). Outside first, then our commit: a crash in between leaves our run as it was
+ * (the caller saw no answer and cancels again; stopping twice is harmless), never our run cancelled and the remote
+ * work going on with nobody left to stop it. A failure to stop (the remote unreachable) is logged by `onError` and
+ * does not hold our cancel back.
+ */
+export async function stopOutsideWork(
+  db: Db,
+  app: RegisteredApp | undefined,
+  inv: InvocationRow,
+  onError: (err: unknown, nodePath: string) => void,
+): Promise<void> {
+  if (!app || TERMINAL_INVOCATION.has(inv.status)) return;
+  for (const node of await invocationNodes(db, inv.id)) {
+    if (!isLeafKind(node.kind) || (SETTLED.has(node.status as NodeStatus) && node.status !== 'paused'))
+      continue;
+    const agent = app.agents.get(node.agent);
+    if (!agent) continue;
+    const journal = await listEvents(db, inv.sessionId, { invocationId: inv.id, nodePath: node.path });
+    await agent.stopOutside(journal).catch((err: unknown) => onError(err, node.path));
+  }
 }
 
 /**
