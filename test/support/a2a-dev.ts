@@ -20,15 +20,15 @@ export class DevProcesses {
 
   /**
    * Starts `agentloom dev` on `port` with `apps` (default the CLI apps), its data under `data` (a name in the
-   * shared folder; the same name again reuses the database: a restart), with `env` added.
+   * shared folder; the same name again reuses the database: a restart), with `args` and `env` added.
    */
   async start(
     port: number,
-    options: { apps?: string; data?: string; env?: Record<string, string> } = {},
+    options: { apps?: string; data?: string; env?: Record<string, string>; args?: string[] } = {},
   ): Promise<{ dev: ServerProcess; url: string }> {
     const args = ['dev', '--port', String(port), '--apps', options.apps ?? CLI_APPS];
     const dev = new ServerProcess(
-      [...args, '--data', join(this.dir, options.data ?? 'data')],
+      [...args, ...(options.args ?? []), '--data', join(this.dir, options.data ?? 'data')],
       options.env ?? {},
     );
     this.running.push(dev);
