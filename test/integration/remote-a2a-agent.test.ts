@@ -268,7 +268,8 @@ describe('remote failures and cancels', () => {
       const cancelled = await engine.cancel(invocationId);
       expect(cancelled.status).toBe('cancelled');
       await waitFor(() => remote.cancelled.includes(taskId), { what: 'tasks/cancel at the remote' });
-      expect(remote.cancelled).toEqual([taskId]);
+      // Sent by the step and by the cancelling engine: the remote may see it twice, for this task only.
+      expect(new Set(remote.cancelled)).toEqual(new Set([taskId]));
     } finally {
       hold.open();
       await engine.close();
