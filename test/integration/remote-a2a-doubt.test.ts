@@ -112,6 +112,37 @@ describe('a crash after the send, before the task id was stored (a remote withou
   });
 });
 
+describe('an in-doubt remote send withdrawn by a cancel', () => {
+  it('is asked again under a new id when the run is retried, and answered there', async () => {
+    const sdk = await remote('answered');
+    const fault = crashOnce('before-remote-task');
+    const agent = new RemoteA2aAgent({ name: 'payments', agentCard: sdk.url, sideEffects: 'unsafe' });
+    const engine = await clientEngine(agent, { faults: fault.hook });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'pay cy' });
+      const first = (await engine.wait(invocationId, { timeoutMs: 30_000 })).pending[0]?.callId as string;
+      expect((await engine.cancel(invocationId)).status).toBe('cancelled');
+      await engine.retry(invocationId);
+      const again = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(again.status).toBe('paused');
+      expect(again.pending).toMatchObject([
+        { kind: 'in_doubt', callId: `${first}~2`, originalCallId: first },
+      ]);
+      await engine.respond({
+        invocationId,
+        functionResponses: [
+          { id: `${first}~2`, response: { action: 'skip', result: { text: 'paid by hand' } } },
+        ],
+      });
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result).toMatchObject({ status: 'completed', output: 'paid by hand' });
+      expect(sdk.received).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('our run cancelled while paused on a remote task', () => {
   it('cancels the remote task (tasks/cancel), before our cancel commits', async () => {
     const sdk = await remote('', 'which colour?');

@@ -9,7 +9,7 @@
 import { newId } from '../../core/ids.js';
 import type { Event } from '../../core/event.js';
 import type { LeafOutcome, NodeRuntime, PauseRequest } from '../context.js';
-import { answerOf } from './remote-input.js';
+import { answerOf, askIdOf } from './remote-input.js';
 
 /** Name of the in-doubt call a remote agent's unconfirmed send is asked under. */
 export const REMOTE_SEND = 'agentloom_remote_send';
@@ -38,13 +38,13 @@ async function markSend(rt: NodeRuntime, agent: string): Promise<void> {
   await rt.fault('after-remote-start');
 }
 
-function inDoubt(callId: string, agent: string, messageId: string): PauseRequest {
+function inDoubt(callId: string, askId: string, agent: string, messageId: string): PauseRequest {
   const hint =
     `remote agent ${agent}: a worker stopped after sending its message (${messageId}) and before the remote's ` +
     'task id was stored; the remote may or may not be working on it. Answer rerun (send it again), skip with a ' +
     'result (the answer to use) or fail.';
   return {
-    callId,
+    callId: askId,
     kind: 'in_doubt',
     name: REMOTE_SEND,
     args: { agent, messageId },
@@ -69,7 +69,8 @@ export async function guardUnsafeSend(
   }
   const answer = answerOf(rt.journal, callId);
   if (!answer) {
-    const request = inDoubt(callId, agent, options.messageId);
+    // Asked again under a new id when the run was cancelled while it waited, then retried.
+    const request = inDoubt(callId, askIdOf(rt.withdrawnCalls, callId), agent, options.messageId);
     const asked = rt.journal.some((e) => e.content?.parts.some((p) => p.functionCall?.id === callId));
     if (!asked) {
       await rt.emitDeferred({

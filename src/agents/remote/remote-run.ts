@@ -377,7 +377,10 @@ class RemoteRun {
     const questionId = questionIdOf(task);
     const open = openRequest(rt.journal, agent.name);
     if (open && open.questionId === questionId && !answerOf(rt.journal, open.callId)) {
-      return { status: 'paused', requests: [pauseRequestOf(task, open.callId, agent.name)] };
+      return {
+        status: 'paused',
+        requests: [pauseRequestOf(task, open.callId, agent.name, rt.withdrawnCalls)],
+      };
     }
     const callId = newId('remote_input');
     const request = pauseRequestOf(task, callId, agent.name);
