@@ -1,6 +1,6 @@
 /**
  * Answering one paused call: Approve / Reject a confirmation (with an optional note or JSON payload), a JSON
- * response to a long-running call, rerun / skip / fail for an in-doubt call, and the fields a question (an MCP
+ * response to a long-running call (a remote agent's question: text or JSON, remote-answer.tsx), rerun / skip / fail for an in-doubt call, and the fields a question (an MCP
  * elicitation) asks for with Accept / Decline / Cancel, and the credential a tool needs (auth-fields.tsx). JSON is
  * checked before it is sent. An answer someone gave first (409) is shown with who gave it and when.
  */
@@ -8,6 +8,7 @@ import { useState } from 'preact/hooks';
 import { ApiError, postJson } from './api';
 import { AuthFields } from './auth-fields';
 import { when } from './format';
+import { isRemoteQuestion, RemoteAnswerFields } from './remote-answer';
 import type { PendingCall } from './types';
 
 interface Props {
@@ -143,7 +144,15 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
           </div>
         </>
       )}
-      {call.kind === 'long_running' && (
+      {isRemoteQuestion(call) && (
+        <RemoteAnswerFields
+          fieldId={fieldId}
+          busy={busy}
+          parseObject={parseObject}
+          onAnswer={(answer) => void respond(answer)}
+        />
+      )}
+      {call.kind === 'long_running' && !isRemoteQuestion(call) && (
         <>
           <label for={fieldId('response')}>Response (JSON object)</label>
           <textarea

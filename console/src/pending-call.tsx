@@ -1,6 +1,7 @@
 /** One paused call as the inbox and the run page show it: what it is, what it asks, and the form that answers it. */
 import { AnswerForm, type Outcome } from './answer-form';
 import { ago, kindLabel, pretty, shortId, when } from './format';
+import { isRemoteQuestion, RemoteQuestionFacts } from './remote-answer';
 import type { InboxItem, PendingCall } from './types';
 
 interface Props {
@@ -51,7 +52,8 @@ export function PendingCallCard({ invocationId, call, showRun, now, onAnswered, 
             </dd>
           </>
         )}
-        {call.hint && (
+        {isRemoteQuestion(call) && <RemoteQuestionFacts call={call} />}
+        {call.hint && !isRemoteQuestion(call) && (
           <>
             <dt>Hint</dt>
             <dd>{call.hint}</dd>

@@ -149,6 +149,13 @@ export class BaseAgent {
     );
   }
 
+  /**
+   * Stops work this agent started outside the engine (a remote agent's task) when its run is cancelled while the
+   * node is unfinished: called with the node's stored events before the cancel commits, so a crash in between
+   * leaves the run uncancelled (the cancel is asked again), never the outside work running on. Default: nothing.
+   */
+  async stopOutside(_journal: readonly Event[]): Promise<void> {}
+
   /** Runs this agent as a leaf node. The engine calls this; users do not. */
   async runLeaf(runtime: NodeRuntime): Promise<LeafOutcome> {
     const alreadyStored = runtime.journal.filter((e) => e.author === this.name).length;

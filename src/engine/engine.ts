@@ -14,7 +14,7 @@ import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { getInvocation, type InvocationRow } from '../store/repos/invocations.js';
 import { reconcileNodes, type NodeJobRef } from '../store/repos/nodes.js';
 import type { Store } from '../store/store.js';
-import { cancelTx, retryTx } from './runs/control.js';
+import { cancelTx, outsideWorkOf, retryTx, stopOutsideWork, type OutsideWork } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
@@ -389,8 +389,20 @@ export class Engine {
 
   /** Cancels an invocation: unfinished nodes are cancelled and in-flight calls see their signal abort. */
   async cancel(invocationId: string): Promise<InvocationView> {
+    const inv = await requireInvocation(this.store.db, invocationId);
+    const work = await outsideWorkOf(this.store.db, this.apps.get(inv.app), inv);
+    const stop = (nodes: OutsideWork[]) =>
+      stopOutsideWork(this.store.db, inv, nodes, (err, nodePath) =>
+        this.logger.warn({ err, invocationId, nodePath }, 'could not stop the work of a cancelled node'),
+      );
+    // Paused nodes first (no step would stop their remote tasks); crash after → our run is not cancelled yet.
+    await stop(work.filter((w) => w.paused));
+    await this.options.faults?.('before-cancel-commit', { invocationId, path: '', attempt: 0 });
     const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId));
-    if (cancelled) this.stopSteps(invocationId, 'cancelled');
+    if (cancelled) {
+      this.stopSteps(invocationId, 'cancelled');
+      await stop(work.filter((w) => !w.paused));
+    }
     return this.get(invocationId);
   }
 

@@ -2,34 +2,21 @@
  * `agentloom dev` as an A2A server (issue 31), driven by `@a2a-js/sdk`'s own 1.x client at kagent's path: the card,
  * a confirmation as `input-required` answered on the same task, a long-running call answered with `{callId,
  * response}` after a restart of `dev` (the task is the invocation: it outlives the process), a dropped stream
- * resumed with SubscribeToTask and ended by CancelTask, and a v0.3 `message/send` with curl's body from the README.
+ * resumed with SubscribeToTask and ended by CancelTask, and a v0.3 `message/send` with curl's body from the README;
+ * then an answer streamed in order to its final artifact, and bad requests answered with the spec's codes, nothing
+ * stored for them. (The 0.3.x client's run of the same is a2a-dev-v03.test.ts.)
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
+import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { freePort } from '../support/cli.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../support/a2a-dev.js';
 
-const START_TIMEOUT_MS = 180_000;
-const APPS = join(REPO, 'test/e2e/fixtures/cli-apps.ts');
-const dir = mkdtempSync(join(tmpdir(), 'agentloom-a2a-'));
-const running: ServerProcess[] = [];
-afterAll(async () => {
-  await Promise.all(running.map((p) => p.stop()));
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function startDev(port: number): Promise<{ dev: ServerProcess; url: string }> {
-  const dev = new ServerProcess(['dev', '--port', String(port), '--apps', APPS, '--data', join(dir, 'data')]);
-  running.push(dev);
-  const match = await dev.waitForOutput(/^agentloom dev: listening on (http:\/\/\S+)$/m, {
-    timeoutMs: START_TIMEOUT_MS - 10_000,
-    what: 'dev to listen',
-  });
-  return { dev, url: match[1] as string };
-}
+const START_TIMEOUT_MS = DEV_START_MS + 10_000;
+const devs = new DevProcesses();
+afterAll(() => devs.stopAll());
+const startDev = (port: number) => devs.start(port);
 
 function client(url: string, app: string): Promise<Client> {
   return new ClientFactory().createFromUrl(`${url}/api/a2a/default/${app}/`);
@@ -157,5 +144,63 @@ describe('agentloom dev over A2A', () => {
       expect(body.result).toMatchObject({ kind: 'task', status: { state: 'input-required' } });
     },
     START_TIMEOUT_MS * 2,
+  );
+
+  it(
+    'streams an answer in order to its final artifact; bad requests get the spec codes and store nothing',
+    async () => {
+      const { url } = await devs.start(await freePort(), { data: 'errors' });
+      const mail = await client(url, 'mail');
+      const paused = (await mail.sendMessage(message('mail bob'))) as Task;
+      const asked = pendingOf(paused);
+      const events: StreamResponse[] = [];
+      const answer = message('', { taskId: paused.id }, { callId: asked.callId, confirmed: false });
+      for await (const event of mail.sendMessageStream(answer)) events.push(event);
+      const shapes = events.map((e) =>
+        e.payload?.$case === 'statusUpdate' ? TaskState[stateOf(e) as TaskState] : e.payload?.$case,
+      );
+      expect(shapes.at(-1)).toBe('TASK_STATE_COMPLETED');
+      const artifactAt = shapes.indexOf('artifactUpdate');
+      expect(artifactAt).toBeGreaterThan(-1);
+      expect(artifactAt).toBeLessThan(shapes.length - 1);
+      const artifact = events[artifactAt]?.payload;
+      expect(
+        artifact?.$case === 'artifactUpdate' && artifact.value.artifact?.parts[0]?.content,
+      ).toMatchObject({
+        $case: 'text',
+        value: expect.stringMatching(/^mail not sent: /),
+      });
+      const ids = events.map((e) =>
+        e.payload?.$case === 'task' ? e.payload.value.id : (e.payload?.value as { taskId?: string }).taskId,
+      );
+      expect(new Set(ids)).toEqual(new Set([paused.id]));
+
+      const before = await invocationCount(url, 'mail');
+      await expect(mail.getTask({ tenant: '', id: 'inv_nope' })).rejects.toBeInstanceOf(TaskNotFoundError);
+      await expect(mail.sendMessage(message('x', { taskId: 'inv_nope' }))).rejects.toBeInstanceOf(
+        TaskNotFoundError,
+      );
+      await expect(mail.cancelTask({ tenant: '', id: paused.id, metadata: {} })).rejects.toBeInstanceOf(
+        TaskNotCancelableError,
+      );
+      const v1 = { 'content-type': 'application/json', 'A2A-Version': '1.0' };
+      const endpoint = `${url}/api/a2a/default/mail`;
+      const code = async (body: string) =>
+        (
+          (await (await fetch(endpoint, { method: 'POST', headers: v1, body })).json()) as {
+            error: { code: number };
+          }
+        ).error.code;
+      expect(await code('{"jsonrpc":')).toBe(-32700);
+      expect(await code(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'Nope', params: {} }))).toBe(-32601);
+      const noMessageId = { role: 'ROLE_USER', parts: [{ text: 'x' }] };
+      expect(
+        await code(
+          JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: noMessageId } }),
+        ),
+      ).toBe(-32602);
+      expect(await invocationCount(url, 'mail')).toBe(before);
+    },
+    START_TIMEOUT_MS,
   );
 });

@@ -42,6 +42,11 @@ describe('RemoteA2aAgent', () => {
       /timeoutMs must be a positive number/,
     );
     expect(() => new RemoteA2aAgent({ name: 'bad-name', agentCard: 'http://x' })).toThrow(/not valid/);
+    const sideEffects = 'sometimes' as 'unsafe';
+    expect(() => new RemoteA2aAgent({ name: 'r', agentCard: 'http://x', sideEffects })).toThrow(
+      /RemoteA2aAgent "r": sideEffects must be 'idempotent' or 'unsafe'/,
+    );
+    expect(new RemoteA2aAgent({ name: 'r', agentCard: 'http://x' }).sideEffects).toBe('idempotent');
   });
 
   it("reads the card at the agent's well-known path, or at a URL that is the card", () => {

@@ -235,6 +235,7 @@ agents:
     headers: { authorization: { valueFrom: { env: REVIEW_AUTHORIZATION } }, x-team: docs }
     timeoutMs: 60000
     outputKey: review
+    sideEffects: unsafe
 `);
     const { apps } = await loadAppsFromYaml(path, {}, { env: { REVIEW_AUTHORIZATION: 'Bearer t0k3n' } });
     const remote = apps[0]?.agent.subAgents[0] as RemoteA2aAgent;
@@ -246,6 +247,7 @@ agents:
       headers: { authorization: 'Bearer t0k3n', 'x-team': 'docs' },
       timeoutMs: 60000,
       outputKey: 'review',
+      sideEffects: 'unsafe',
     });
     // The same tree in code has the same definition hash; the URL and the header values are not part of it.
     const inCode = new SequentialAgent({

@@ -11,6 +11,7 @@ import {
   type Client,
 } from '@a2a-js/sdk/client';
 import { Role } from '@a2a-js/sdk';
+import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 
 /** Where a remote agent's card comes from: its URL (the card itself, or the agent's base URL), or the card. */
 export type AgentCardSource = string | AgentCard | Record<string, unknown>;
@@ -101,4 +102,18 @@ export function dataPart(data: Record<string, unknown>): Part {
 /** The data parts' objects. */
 export function dataOfParts(parts: readonly Part[] | undefined): unknown[] {
   return (parts ?? []).flatMap((p) => (p.content?.$case === 'data' ? [p.content.value as unknown] : []));
+}
+
+/**
+ * Whether a cancel was refused because there is nothing left to stop: the task ended (-32002) or the remote no
+ * longer knows it (-32001).
+ */
+export function isNotCancelable(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return (
+    err instanceof TaskNotCancelableError ||
+    err instanceof TaskNotFoundError ||
+    code === -32002 ||
+    code === -32001
+  );
 }

@@ -5,7 +5,9 @@
 import { AgentloomError } from '../../core/errors.js';
 import { BaseAgent, type AgentKind } from '../base-agent.js';
 import type { LeafOutcome, NodeRuntime } from '../context.js';
-import { connectA2a, type A2aConnection, type AgentCardSource } from './a2a-connection.js';
+import type { Event } from '../../core/event.js';
+import { connectA2a, isNotCancelable, type A2aConnection, type AgentCardSource } from './a2a-connection.js';
+import { markerOf } from './remote-journal.js';
 import { runRemote, type RemoteRunAgent } from './remote-run.js';
 
 /** Options of {@link RemoteA2aAgent}. */
@@ -28,6 +30,12 @@ export interface RemoteA2aAgentOptions {
   timeoutMs?: number;
   /** Session state key that receives the remote's answer (its final artifacts' text). */
   outputKey?: string;
+  /**
+   * `'idempotent'` (default): after a crash between the send and the stored task id, the message is sent again
+   * under the same message id (an agentloom remote answers with the same task; other remotes may start a second
+   * one). `'unsafe'`: that crash pauses the run with an in-doubt call (rerun, skip with a result, or fail) instead.
+   */
+  sideEffects?: 'idempotent' | 'unsafe';
   /** See BaseAgentOptions. */
   maxStepMs?: number;
 }
@@ -38,6 +46,7 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
   readonly headers: Readonly<Record<string, string>>;
   readonly timeoutMs: number | undefined;
   readonly outputKey: string | undefined;
+  readonly sideEffects: 'idempotent' | 'unsafe';
   private connecting: Promise<A2aConnection> | undefined;
 
   constructor(options: RemoteA2aAgentOptions) {
@@ -75,6 +84,13 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
         details: { field: 'headers' },
       });
     }
+    const sideEffects = options.sideEffects ?? 'idempotent';
+    if (sideEffects !== 'idempotent' && sideEffects !== 'unsafe') {
+      throw new AgentloomError('VALIDATION', `${where}: sideEffects must be 'idempotent' or 'unsafe'`, {
+        details: { field: 'sideEffects' },
+      });
+    }
+    this.sideEffects = sideEffects;
     this.agentCard = card;
     this.headers = { ...headers };
     this.timeoutMs = timeoutMs;
@@ -100,6 +116,20 @@ export class RemoteA2aAgent extends BaseAgent implements RemoteRunAgent {
       throw err;
     });
     return this.connecting;
+  }
+
+  /**
+   * Our run was cancelled while this node was unfinished (paused on the remote's question, or running): cancels the
+   * remote task it stored, unless it ended. A task the remote no longer lets us cancel (it ended meanwhile) is fine.
+   */
+  override async stopOutside(journal: readonly Event[]): Promise<void> {
+    const markers = journal.flatMap((e) => markerOf(e, this.name) ?? []);
+    const task = markers.at(-1)?.remoteTask;
+    if (!task || markers.some((m) => m.remoteEnded)) return;
+    const { client } = await this.connection();
+    await client.cancelTask({ tenant: '', id: task.taskId, metadata: undefined }).catch((err: unknown) => {
+      if (!isNotCancelable(err)) throw err;
+    });
   }
 
   override runLeaf(runtime: NodeRuntime): Promise<LeafOutcome> {

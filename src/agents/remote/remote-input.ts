@@ -60,12 +60,28 @@ export function questionIdOf(task: RemoteTask): string {
   return task.statusMessage?.messageId ?? '';
 }
 
+/**
+ * The id a call of this node that waits for an answer is asked under: its own, or when that one was withdrawn (its
+ * run cancelled, then retried), `<id>~2`, `<id>~3`, … The answer is stored under the call's own id either way.
+ */
+export function askIdOf(withdrawn: ReadonlySet<string> | undefined, callId: string): string {
+  if (!withdrawn?.has(callId)) return callId;
+  let n = 2;
+  while (withdrawn.has(`${callId}~${n}`)) n += 1;
+  return `${callId}~${n}`;
+}
+
 /** The pending call our user answers: the remote's question, and its data parts (e.g. the calls it waits on). */
-export function pauseRequestOf(task: RemoteTask, callId: string, agent: string): PauseRequest {
+export function pauseRequestOf(
+  task: RemoteTask,
+  callId: string,
+  agent: string,
+  withdrawn?: ReadonlySet<string>,
+): PauseRequest {
   const question = task.statusText() || `remote agent ${agent} asks for input`;
   const data = dataOfParts(task.statusMessage?.parts);
   return {
-    callId,
+    callId: askIdOf(withdrawn, callId),
     kind: 'long_running',
     name: REMOTE_INPUT,
     args: { question, taskId: task.taskId ?? '', ...(data.length > 0 ? { data } : {}) },

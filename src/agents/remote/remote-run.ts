@@ -31,6 +31,7 @@ import {
   stopsRemote,
   type TaskMarker,
 } from './remote-journal.js';
+import { guardUnsafeSend } from './remote-doubt.js';
 import { RemoteTask } from './remote-task.js';
 
 /** What the run needs of its agent. */
@@ -38,6 +39,8 @@ export interface RemoteRunAgent {
   readonly name: string;
   readonly outputKey: string | undefined;
   readonly timeoutMs: number | undefined;
+  /** Whether a message maybe sent before a crash is sent again (idempotent) or asked about (unsafe). */
+  readonly sideEffects: 'idempotent' | 'unsafe';
   /** The remote's card and client (fetched once per agent instance). */
   connection(): Promise<A2aConnection>;
 }
@@ -61,8 +64,14 @@ export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise
       ? { status: 'completed', output: textOf(ended.event.content) ?? '' }
       : { status: 'failed', error: { code: 'REMOTE_AGENT', message: ended.event.errorMessage ?? '' } };
   }
-  const run = new RemoteRun(agent, rt, new RemoteTask());
   const stored = markers.at(-1)?.marker.remoteTask;
+  if (!stored && agent.sideEffects === 'unsafe') {
+    // Before the message leaves: a start marker; a marker without a task id is in doubt (remote-doubt.ts).
+    const messageId = messageIdOf(rt);
+    const decided = await guardUnsafeSend(rt, { agent: agent.name, outputKey: agent.outputKey, messageId });
+    if (decided) return decided;
+  }
+  const run = new RemoteRun(agent, rt, new RemoteTask());
   if (stored) {
     run.task.taskId = stored.taskId;
     run.task.contextId = stored.contextId;
@@ -91,6 +100,11 @@ export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise
     return { status: 'failed', error: toStoredError(failure) };
   }
   return run.end();
+}
+
+/** The id of the node's message: the same on every attempt. */
+function messageIdOf(rt: NodeRuntime): string {
+  return `${rt.invocationId}:${rt.nodePath}`;
 }
 
 /** The activation's conversation with the remote. */
@@ -169,7 +183,7 @@ class RemoteRun {
     const events = await rt.sessionEvents();
     const contextId = contextOf(events, agent.name);
     const request = this.request({
-      messageId: `${rt.invocationId}:${rt.nodePath}`,
+      messageId: messageIdOf(rt),
       parts: messagePartsOf(events, agent.name, rt.branch),
       ...(contextId ? { contextId } : {}),
     });
@@ -363,7 +377,10 @@ class RemoteRun {
     const questionId = questionIdOf(task);
     const open = openRequest(rt.journal, agent.name);
     if (open && open.questionId === questionId && !answerOf(rt.journal, open.callId)) {
-      return { status: 'paused', requests: [pauseRequestOf(task, open.callId, agent.name)] };
+      return {
+        status: 'paused',
+        requests: [pauseRequestOf(task, open.callId, agent.name, rt.withdrawnCalls)],
+      };
     }
     const callId = newId('remote_input');
     const request = pauseRequestOf(task, callId, agent.name);

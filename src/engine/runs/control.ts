@@ -5,6 +5,10 @@ import type { Db } from '../../store/db/database.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
 import { invocationNodes, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import { cancelToolRequestsTx } from '../../store/repos/tool-requests.js';
+import { listEvents } from '../../store/repos/events.js';
+import type { InvocationRow } from '../../store/repos/invocations.js';
+import type { BaseAgent } from '../../agents/base-agent.js';
+import type { RegisteredApp } from '../apps/registry.js';
 
 /** Marks the invocation and every unfinished node cancelled. Returns false when it had already ended. */
 export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
@@ -26,6 +30,59 @@ export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
   await cancelToolRequestsTx(tx, invocationId);
   await setInvocationStatusTx(tx, invocationId, 'cancelled');
   return true;
+}
+
+/** The longest one node's outside work may take to stop (an unreachable remote): then it is logged and left. */
+const STOP_OUTSIDE_MS = 30_000;
+
+/** An unfinished leaf of an invocation being cancelled, and its agent. */
+export interface OutsideWork {
+  path: string;
+  /** Paused (no step runs it) or running (its step is told to stop, and stops its remote work itself too). */
+  paused: boolean;
+  agent: BaseAgent;
+}
+
+/** The unfinished leaves of an invocation, with their agents: those that may have work outside to stop. */
+export async function outsideWorkOf(
+  db: Db,
+  app: RegisteredApp | undefined,
+  inv: InvocationRow,
+): Promise<OutsideWork[]> {
+  if (!app || TERMINAL_INVOCATION.has(inv.status)) return [];
+  return (await invocationNodes(db, inv.id)).flatMap((node) => {
+    const agent = app.agents.get(node.agent);
+    const unfinished = !SETTLED.has(node.status as NodeStatus) || node.status === 'paused';
+    if (!agent || !isLeafKind(node.kind) || !unfinished) return [];
+    return [{ path: node.path, paused: node.status === 'paused', agent }];
+  });
+}
+
+/**
+ * Each of `work` stops what it started outside the engine (a remote agent's task: `tasks/cancel`), given its stored
+ * events. For a paused node the cancel calls this before it commits: nothing else would stop it, and a crash in
+ * between leaves our run as it was (the caller saw no answer and cancels again; stopping twice is harmless), never
+ * our run cancelled and the remote work left waiting. A running node's is stopped after the commit (before it, the
+ * step would take the remote's "canceled" for the remote's own failure), by its step and by the cancelling process.
+ * A failure to stop (the remote unreachable, or slower than 30 s) is given to `onError` and holds nothing back.
+ */
+export async function stopOutsideWork(
+  db: Db,
+  inv: InvocationRow,
+  work: readonly OutsideWork[],
+  onError: (err: unknown, nodePath: string) => void,
+): Promise<void> {
+  for (const { path, agent } of work) {
+    const journal = await listEvents(db, inv.sessionId, { invocationId: inv.id, nodePath: path });
+    const stopped = agent.stopOutside(journal);
+    const timer = AbortSignal.timeout(STOP_OUTSIDE_MS);
+    const late = new Promise<never>((_, reject) =>
+      timer.addEventListener('abort', () => reject(new Error(`not stopped within ${STOP_OUTSIDE_MS} ms`)), {
+        once: true,
+      }),
+    );
+    await Promise.race([stopped, late]).catch((err: unknown) => onError(err, path));
+  }
 }
 
 /**

@@ -3,8 +3,11 @@
  * PostgreSQL (BullMQ on its PostgreSQL backend): the worker running the step stores the remote task id while the
  * remote (an agent on `@a2a-js/sdk`'s own server in this process, held by the test) still works, and is killed
  * there; another worker takes the step over, follows the stored task (resubscribe) instead of sending again, and
- * completes with the remote's answer. The remote received one message.
+ * completes with the remote's answer. The remote received one message. Then the same with remotes served by a second
+ * `agentloom dev` process: a sequence of two of its apps, the worker killed while the second one works; the remote
+ * stored one run of each app.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Event } from '../../../src/index.js';
@@ -13,7 +16,10 @@ import { Cluster, fileServices, nodeLease } from '../../support/cluster.js';
 import { startSdkAgent } from '../../support/a2a-sdk-server.js';
 import { gate } from '../../support/agents.js';
 import { waitFor } from '../../support/wait-for.js';
-import { A2A_URL_ENV } from '../fixtures/remote-a2a-apps.js';
+import { A2A_DEV_ENV, A2A_URL_ENV } from '../fixtures/remote-a2a-apps.js';
+import { GATE_ENV } from '../fixtures/a2a-dev-remotes.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../../support/a2a-dev.js';
+import { freePort } from '../../support/cli.js';
 
 const appsModule = join(REPO, 'test/e2e/fixtures/remote-a2a-apps.ts');
 const hold = gate();
@@ -24,10 +30,15 @@ afterAll(async () => {
 });
 const { options, engine, db } = await fileServices({ queue: 'postgres', appsModule, leaseMs: 2_000 });
 
-async function storedTaskId(invocationId: string): Promise<string | undefined> {
+const devs = new DevProcesses();
+afterAll(() => devs.stopAll());
+
+async function storedTaskId(invocationId: string, author?: string): Promise<string | undefined> {
   const events: Event[] = [];
   for await (const event of engine.events(invocationId)) events.push(event);
-  const marker = events.find((e) => e.actions.agentState?.remoteTask);
+  const marker = events.find(
+    (e) => e.actions.agentState?.remoteTask && (author === undefined || e.author === author),
+  );
   return (marker?.actions.agentState?.remoteTask as { taskId?: string } | undefined)?.taskId;
 }
 
@@ -54,4 +65,48 @@ describe('a worker SIGKILLed after the remote accepted the message', () => {
     expect(remote.received).toEqual(['review this']);
     expect(remote.cancelled).toEqual([]);
   });
+});
+
+describe('a worker SIGKILLed while a second agentloom dev works on its remote step', () => {
+  it(
+    'the sequence completes with both outputs; the remote dev ran each app once',
+    async () => {
+      const gateFile = `${devs.dir}/review-gate`;
+      const { url } = await devs.start(await freePort(), {
+        apps: join(REPO, 'test/e2e/fixtures/a2a-dev-remotes.ts'),
+        env: { [GATE_ENV]: gateFile },
+      });
+      const cluster = new Cluster({ ...options, env: { [A2A_DEV_ENV]: url } });
+      const [first] = await cluster.start(1);
+      const { invocationId, sessionId } = await engine.enqueue({
+        app: 'remote_pipeline',
+        userId: 'u',
+        input: 'otters',
+      });
+      // The critic's task is stored while the remote dev holds its model call at the gate; then the kill.
+      const taskId = await waitFor(() => storedTaskId(invocationId, 'remote_critic'), {
+        timeoutMs: 60_000,
+        what: 'the critic task id',
+      });
+      expect((await nodeLease(db, invocationId, 'remote_critic'))?.attempt).toBe(1);
+      await first!.kill();
+      await cluster.start(1);
+      await waitFor(async () => (await nodeLease(db, invocationId, 'remote_critic'))?.attempt === 2, {
+        timeoutMs: 30_000,
+        what: 'the takeover',
+      });
+      writeFileSync(gateFile, 'open');
+      const result = await engine.wait(invocationId, { timeoutMs: 60_000 });
+      expect(result.status).toBe('completed');
+      expect(result.output).toBe('reviewed: the draft is fine');
+      const { state } = await engine.getSession(sessionId);
+      expect(state).toMatchObject({ draft: 'a draft of (otters)', review: 'reviewed: the draft is fine' });
+      // The remote's side: one run of each app (the critic's message reached it once), the critic's is our task.
+      expect(await invocationCount(url, 'drafts')).toBe(1);
+      expect(await invocationCount(url, 'review')).toBe(1);
+      const remoteRun = (await (await fetch(`${url}/v1/invocations/${taskId}`)).json()) as { status: string };
+      expect(remoteRun.status).toBe('completed');
+    },
+    DEV_START_MS + 180_000,
+  );
 });

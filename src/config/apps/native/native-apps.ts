@@ -195,10 +195,12 @@ class Builder {
       );
     } else if (spec.type === 'RemoteA2aAgent') {
       // Headers as read by the spec reader: text, the secrets' values read from the environment.
-      const { agentCard, timeoutMs, outputKey } = spec.data as RemoteAgentData;
+      const { agentCard, timeoutMs, outputKey, sideEffects } = spec.data as RemoteAgentData;
       const headers = (spec.data as RemoteAgentData).headers as Record<string, string> | undefined;
       const { subAgents: _none, ...leaf } = base;
-      agent = new RemoteA2aAgent(withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey }));
+      agent = new RemoteA2aAgent(
+        withoutUndefined({ ...leaf, agentCard, headers, timeoutMs, outputKey, sideEffects }),
+      );
     } else if (spec.type === 'LoopAgent') {
       agent = new LoopAgent(
         withoutUndefined({ ...base, maxIterations: (spec.data as WorkflowAgentData).maxIterations ?? 5 }),

@@ -182,6 +182,11 @@ export const remoteA2aAgentSchema = z.strictObject({
     .string({ error: 'write outputKey as a state key, e.g. outputKey: review' })
     .min(1, 'write outputKey as a state key, e.g. outputKey: review')
     .optional(),
+  sideEffects: z
+    .enum(['idempotent', 'unsafe'], {
+      error: 'write sideEffects: idempotent (send again after a crash, the default) or unsafe (ask a human)',
+    })
+    .optional(),
 });
 
 /** The schema of each agent type. */
