@@ -34,6 +34,7 @@ export function invocationJson(view: InvocationView): InvocationJson {
     llmCalls: view.llmCalls,
     maxLlmCalls: view.maxLlmCalls,
     definitionHash: view.definitionHash,
+    traceId: view.traceId,
     createdAt: view.createdAt.toISOString(),
     updatedAt: view.updatedAt.toISOString(),
     pending: view.pending,

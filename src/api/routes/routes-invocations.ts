@@ -1,4 +1,5 @@
 /** Invocation routes: enqueue, read, list, node tree, answers to paused calls, cancel, retry. */
+import { traceparentOf } from '../http/trace-header.js';
 import type { FastifyRequest } from 'fastify';
 import { hasErrorCode } from '../../core/errors.js';
 import type { FunctionResponseInput } from '../../engine/runs/resume.js';
@@ -108,7 +109,12 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
       const { app } = request.params;
       if (!engine.apps.has(app) || !canSee(principalOf(request), app))
         throw appNotFound(engine, request, app);
-      const result = await engine.enqueue({ app, ...request.body, createdBy: actorOf(request) });
+      const result = await engine.enqueue({
+        app,
+        ...request.body,
+        createdBy: actorOf(request),
+        ...traceparentOf(request),
+      });
       ctx.metrics.enqueued.inc({ app });
       return reply.code(202).send(result);
     },
