@@ -19,6 +19,7 @@ import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
 import { observeSteps } from './observe/observer.js';
+import { traceSteps, type RunTracing } from './observe/run-trace.js';
 import {
   readInvocation,
   readNodes,
@@ -62,6 +63,7 @@ export class Engine {
   private readonly partials = new EventEmitter();
   private partialsSubscribed: Promise<unknown> | undefined;
   private readonly leaseMs: number;
+  private readonly tracing: RunTracing | undefined;
 
   constructor(
     parts: EngineParts,
@@ -80,6 +82,7 @@ export class Engine {
     this.apps = parts.apps;
     this.logger = parts.logger;
     this.leaseMs = options.leaseMs ?? 15_000;
+    this.tracing = parts.tracing;
     this.partials.setMaxListeners(0);
     this.scheduler = new Scheduler(
       schedulerDeps(parts, options, {
@@ -121,7 +124,11 @@ export class Engine {
         ),
       );
     });
-    const handler = observeSteps((job) => this.scheduler.handle(job), this.options.observer, this.logger);
+    const handler = observeSteps(
+      traceSteps((job) => this.scheduler.handle(job), this.tracing),
+      this.options.observer,
+      this.logger,
+    );
     this.stopWorker = await this.queue.process(handler, {
       concurrency: options.concurrency ?? 64,
       definitions: [...this.apps.values()].map((app) => app.definitionHash),
@@ -361,7 +368,7 @@ export class Engine {
 
   /** Cancels an invocation: unfinished nodes are cancelled and in-flight calls see their signal abort. */
   async cancel(invocationId: string): Promise<InvocationView> {
-    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId));
+    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId, this.tracing));
     if (cancelled) this.stopSteps(invocationId, 'cancelled');
     return this.get(invocationId);
   }

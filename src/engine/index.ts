@@ -9,3 +9,5 @@ export type { InvocationView, NodeView, PendingCall } from './runs/views.js';
 export type { FunctionResponseInput } from './runs/resume.js';
 export type { StartAt } from './runs/start-agent.js';
 export type { EngineObserver, ModelCallEnd, StepEnd, StepRun, ToolCallEnd } from './observe/observer.js';
+export { AgentloomIdGenerator } from './observe/trace-ids.js';
+export { RunSampler } from './observe/trace-sampler.js';

@@ -230,7 +230,9 @@ export const invocationSchema = z
     ...invocationFields,
     traceId: z
       .string()
-      .describe("the run's OpenTelemetry trace id (32 hex digits): the caller's traceparent, else derived from the id"),
+      .describe(
+        "the run's OpenTelemetry trace id (32 hex digits): the caller's traceparent, else derived from the id",
+      ),
     pending: z.array(pendingCallSchema),
   })
   .meta({ id: 'Invocation' });

@@ -5,16 +5,21 @@ import type { Db } from '../../store/db/database.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
 import { invocationNodes, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import { cancelToolRequestsTx } from '../../store/repos/tool-requests.js';
+import type { RunTracing } from '../observe/run-trace.js';
 
-/** Marks the invocation and every unfinished node cancelled. Returns false when it had already ended. */
-export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
+/**
+ * Marks the invocation and every unfinished node cancelled (and emits the run's node spans when traced). Returns
+ * false when it had already ended.
+ */
+export async function cancelTx(tx: Db, invocationId: string, tracing?: RunTracing): Promise<boolean> {
   const inv = await getInvocation(tx, invocationId, true);
   if (!inv)
     throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
       details: { invocationId },
     });
   if (TERMINAL_INVOCATION.has(inv.status)) return false;
-  for (const node of await invocationNodes(tx, invocationId)) {
+  const nodes = await invocationNodes(tx, invocationId);
+  for (const node of nodes) {
     if (!SETTLED.has(node.status as NodeStatus) || node.status === 'paused') {
       await updateNodeTx(tx, invocationId, node.path, {
         status: 'cancelled',
@@ -25,6 +30,7 @@ export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
   }
   await cancelToolRequestsTx(tx, invocationId);
   await setInvocationStatusTx(tx, invocationId, 'cancelled');
+  await tracing?.runEnded(tx, inv, { status: 'cancelled' }, nodes);
   return true;
 }
 
