@@ -60,17 +60,16 @@ export async function flushTraces(): Promise<void> {
   if (typeof flush === 'function') await flush.call(delegate);
 }
 
-const NO_FIELDS: Record<string, string> = Object.freeze({}) as Record<string, string>;
-
 /**
  * The pino `mixin` of agentloom's loggers: `trace_id` and `span_id` of the active span on every line logged inside
  * one (a step's lines, its model and tool calls'); nothing otherwise.
  */
 export function traceLogFields(): Record<string, string> {
+  // A new object each time: pino merges the line's fields into it.
   const span = trace.getActiveSpan();
-  if (!span) return NO_FIELDS;
+  if (!span) return {};
   const ids = span.spanContext();
-  return trace.isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : NO_FIELDS;
+  return trace.isSpanContextValid(ids) ? { trace_id: ids.traceId, span_id: ids.spanId } : {};
 }
 
 /** A step's span: run the step inside it, end it with the step's outcome. */
