@@ -55,20 +55,20 @@ export class OtlpReceiver {
 
   /** Starts one on a free loopback port. */
   static async start(): Promise<OtlpReceiver> {
-    let receiver: OtlpReceiver | undefined;
+    const holder: { receiver?: OtlpReceiver } = {};
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        if (req.method === 'POST' && req.url === '/v1/traces') receiver?.receive(body);
+        if (req.method === 'POST' && req.url === '/v1/traces') holder.receiver?.receive(body);
         res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
-    receiver = new OtlpReceiver(server, `http://127.0.0.1:${port}`);
-    return receiver;
+    holder.receiver = new OtlpReceiver(server, `http://127.0.0.1:${port}`);
+    return holder.receiver;
   }
 
   private receive(body: string): void {

@@ -233,6 +233,10 @@ export const invocationSchema = z
       .describe(
         "the run's OpenTelemetry trace id (32 hex digits): the caller's traceparent, else derived from the id",
       ),
+    traceUrl: z
+      .string()
+      .optional()
+      .describe('where the trace is shown (AGENTLOOM_TRACE_URL with the trace id)'),
     pending: z.array(pendingCallSchema),
   })
   .meta({ id: 'Invocation' });
