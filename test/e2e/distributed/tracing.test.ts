@@ -102,6 +102,37 @@ async function nodeSpans(traceId: string, root: string): Promise<Map<string, Rec
   return new Map(spans.map((s) => [s.attributes['agentloom.node.path'] as string, s]));
 }
 
+/** The trace as an indented tree (README "Tracing" is drawn from it): AGENTLOOM_PRINT_TRACE=1 prints it. */
+function printTree(traceId: string): void {
+  if (!process.env.AGENTLOOM_PRINT_TRACE) return;
+  const spans = receiver.trace(traceId);
+  const ids = new Set(spans.map((s) => s.spanId));
+  const lines: string[] = [];
+  const walk = (span: ReceivedSpan, depth: number): void => {
+    const a = span.attributes;
+    const notes = [
+      a['agentloom.workflow.type'] && !span.name.startsWith('step ')
+        ? String(a['agentloom.workflow.type'])
+        : '',
+      a['agentloom.loop.iteration'] !== undefined ? `iteration ${String(a['agentloom.loop.iteration'])}` : '',
+      a['agentloom.attempt'] !== undefined ? `attempt ${String(a['agentloom.attempt'])}` : '',
+      span.name.startsWith('step ')
+        ? `pid ${String(span.resource['service.instance.id']).split(':')[1]}`
+        : '',
+      a['gen_ai.usage.input_tokens'] !== undefined
+        ? `tokens ${String(a['gen_ai.usage.input_tokens'])}/${String(a['gen_ai.usage.output_tokens'])}`
+        : '',
+    ].filter(Boolean);
+    lines.push(`${'  '.repeat(depth)}${span.name}${notes.length ? `  [${notes.join(', ')}]` : ''}`);
+    for (const child of spans
+      .filter((s) => s.parentSpanId === span.spanId)
+      .sort((x, y) => x.startMs - y.startMs))
+      walk(child, depth + 1);
+  };
+  for (const root of spans.filter((s) => !s.parentSpanId || !ids.has(s.parentSpanId))) walk(root, 0);
+  console.log(`trace ${traceId}\n${lines.join('\n')}`);
+}
+
 const instanceOf = (w: WorkerProcess | undefined) => new RegExp(`:${w?.pid}:[0-9a-f]{8}$`);
 const stepsOf = (traceId: string, agent: string) =>
   receiver.trace(traceId).filter((s) => s.name === `step ${agent}`);
@@ -205,6 +236,7 @@ describe('tracing across an api and two workers', () => {
         'gen_ai.tool.call.id': expect.stringMatching(/^call_/),
       });
     }
+    printTree(traceId);
     // Nothing of this run outside its trace.
     const elsewhere = receiver.spans.filter(
       (s) => s.attributes['agentloom.invocation.id'] === id && s.traceId !== traceId,
@@ -248,6 +280,7 @@ describe('tracing across an api and two workers', () => {
     expect(steps.map((s) => s.attributes['agentloom.attempt']).sort()).toEqual([1, 2]);
     for (const step of steps) expect(step.parentSpanId).toBe(root?.spanId);
     expect(receiver.trace(callerTrace).some((s) => s.name === 'execute_tool publish')).toBe(true);
+    printTree(callerTrace);
   });
 
   it('exports no prompt, instruction, tool argument or credential unless capture is on', async () => {
