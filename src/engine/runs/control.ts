@@ -26,6 +26,8 @@ export async function cancelTx(tx: Db, invocationId: string, tracing?: RunTracin
         leaseOwner: null,
         leaseExpiresAt: null,
       });
+      // As written: the run's node spans are made from these rows.
+      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, invocationId);

@@ -269,6 +269,8 @@ async function endInvocationTx(env: StepEnv, tx: Db, inv: InvocationRow): Promis
         leaseOwner: null,
         leaseExpiresAt: null,
       });
+      // As written: the run's node spans are made from these rows.
+      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, inv.id);
