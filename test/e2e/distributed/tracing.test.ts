@@ -154,8 +154,15 @@ describe('tracing across an api and two workers', () => {
     );
     const { traceId } = await read(id);
     expect(traceId).toBe(id.replace(/^inv_/, '').replaceAll('-', ''));
-    // Its earlier steps' spans are exported (the batch processor runs every 100 ms) before the kill.
-    await waitFor(() => stepsOf(traceId, 'side').length === 1, { timeoutMs: 30_000, what: 'side step span' });
+    // Its earlier steps' spans (and their model calls') are exported (every 100 ms) before the kill.
+    await waitFor(
+      () =>
+        stepsOf(traceId, 'looper').length === NESTED_ITERATIONS &&
+        stepsOf(traceId, 'side').length === 1 &&
+        receiver.trace(traceId).filter((s) => s.name === 'chat usage-model').length ===
+          2 * NESTED_ITERATIONS + 1,
+      { timeoutMs: 30_000, what: 'the spans of the steps before the summary' },
+    );
     const [second] = await cluster.start(1, { env: otelEnv(false) });
     await first?.kill();
     await openGate(db, 'summary:nested-1');
@@ -163,6 +170,11 @@ describe('tracing across an api and two workers', () => {
 
     const nodes = await nodesOf(id);
     const byPath = await nodeSpans(traceId, 'nested');
+    // The last step's span ends after its commit (which ended the run): it may come in the next export.
+    await waitFor(() => stepsOf(traceId, 'summary').length > 0, {
+      timeoutMs: 30_000,
+      what: 'summary step span',
+    });
     // A span per node, each a child of its parent node's span; the root has no parent (no caller's trace).
     expect([...byPath.keys()].sort()).toEqual(nodes.map((n) => n.path));
     expect(receiver.trace(traceId).filter((s) => s.name.startsWith('invoke_agent '))).toHaveLength(
@@ -274,6 +286,10 @@ describe('tracing across an api and two workers', () => {
     await cluster.start(1, { env: otelEnv(false) });
     await until(id, 'completed');
     const byPath = await nodeSpans(callerTrace, 'approver');
+    await waitFor(() => stepsOf(callerTrace, 'approver').length === 2, {
+      timeoutMs: 30_000,
+      what: 'the resumed step span',
+    });
     const root = byPath.get('approver');
     expect(root?.parentSpanId).toBe(callerSpan);
     const steps = stepsOf(callerTrace, 'approver');
@@ -297,6 +313,10 @@ describe('tracing across an api and two workers', () => {
     const id = await start('nested', 'capture-1');
     const { traceId } = await until(id, 'completed');
     await nodeSpans(traceId, 'nested');
+    await waitFor(() => stepsOf(traceId, 'summary').length > 0, {
+      timeoutMs: 30_000,
+      what: 'summary step span',
+    });
     const captured = receiver.payloads.slice(before).join('\n');
     for (const marker of Object.values(MARKERS)) expect(captured.includes(marker), marker).toBe(true);
     for (const secret of [CREDENTIAL, options.databaseUrl])
