@@ -23,6 +23,7 @@ import {
   nodeSpanId,
   parseTraceparent,
 } from '../../src/core/trace-context.js';
+import { errorCodeOf, genAiProvider, loopIterationOf } from '../../src/engine/observe/span-attributes.js';
 import { AgentloomIdGenerator, startSpanWithIds } from '../../src/engine/observe/trace-ids.js';
 import { DERIVED_TRACE, RunSampler } from '../../src/engine/observe/trace-sampler.js';
 
@@ -167,5 +168,23 @@ describe('traceparent header', () => {
         traceparent: '00-nope',
       }),
     ]);
+  });
+});
+
+describe('span attributes', () => {
+  it('names providers and reads loop iterations off node paths', () => {
+    expect(genAiProvider('OpenAI')).toBe('openai');
+    expect(genAiProvider('Gemini')).toBe('gcp.gemini');
+    expect(genAiProvider('Azure OpenAI')).toBe('azure.ai.openai');
+    expect(genAiProvider(undefined)).toBe('unknown');
+    expect(loopIterationOf('flow/loop/leaf#3')).toBe(3);
+    expect(loopIterationOf('flow/loop#1/leaf')).toBeUndefined();
+    expect(loopIterationOf('flow')).toBeUndefined();
+  });
+
+  it("an error's code as the API answers it", () => {
+    expect(errorCodeOf({ code: 'MODEL_ERROR', message: 'x' })).toBe('MODEL_ERROR');
+    expect(errorCodeOf(new Error('plain'))).toBe('INTERNAL');
+    expect(errorCodeOf(undefined)).toBe('INTERNAL');
   });
 });
