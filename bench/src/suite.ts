@@ -23,6 +23,7 @@ export const SUITES: Readonly<Record<string, (ctx: BenchContext) => Promise<Suit
   w4: async (ctx) => (await import('./agentloom/takeover.js')).runTakeover(ctx),
   w5: async (ctx) => (await import('./agentloom/paused.js')).runPaused(ctx),
   w6: async (ctx) => (await import('./agentloom/follow.js')).runFollow(ctx),
+  tracing: async (ctx) => (await import('./agentloom/tracing.js')).runTracing(ctx),
 };
 
 async function mode(name: ModeName, ctx: BenchContext): Promise<SuiteResult> {

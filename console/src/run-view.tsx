@@ -92,6 +92,16 @@ function Summary({ run, now }: { run: Invocation; now: number }) {
       </dd>
       <dt>Last change</dt>
       <dd title={run.updatedAt}>{ago(run.updatedAt, now)}</dd>
+      <dt>Trace</dt>
+      <dd class="trace">
+        {run.traceUrl ? (
+          <a href={run.traceUrl} target="_blank" rel="noopener noreferrer">
+            <code>{run.traceId}</code>
+          </a>
+        ) : (
+          <code>{run.traceId}</code>
+        )}
+      </dd>
       <dt>Model calls</dt>
       <dd>
         <meter

@@ -2,6 +2,7 @@
  * The HTTP API (CONTRACT.md "HTTP API"): Fastify with the engine's pino logger, zod schemas for every request and
  * response (and the OpenAPI document generated from them), API keys, and one error shape for every failure.
  */
+import { loadEnv } from '../config/env.js';
 import { readFileSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { join } from 'node:path';
@@ -79,6 +80,11 @@ export interface ApiServerOptions {
    * keys: the UI sends no Authorization header.
    */
   adkDevUiDir?: string;
+  /**
+   * Where a run's trace is shown: a URL template with `{traceId}` (the invocation answer's `traceUrl`, the console's
+   * link). Default AGENTLOOM_TRACE_URL; none when unset.
+   */
+  traceUrl?: string;
 }
 
 /** Answers a malformed HTTP request (one Fastify never sees) in the API's error shape, then closes. */
@@ -246,6 +252,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
     readyTimeoutMs: options.readyTimeoutMs ?? 2_000,
     authEnabled: keys.length > 0,
     closing: new AbortController(),
+    traceUrl: options.traceUrl ?? loadEnv().AGENTLOOM_TRACE_URL,
   };
   const bounds: UnreadBodyBounds = { ...UNREAD_BODY_BOUNDS, ...options.unreadBodyBounds };
   installHooks(server, ctx, keys, bounds);

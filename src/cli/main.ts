@@ -86,7 +86,9 @@ program
   .action(async (opts: WorkerFlags) => {
     const { workerConfig } = await import('../config/worker-config.js');
     const { runWorker } = await import('../workers/worker.js');
-    await runWorker(workerConfig(opts));
+    const config = workerConfig(opts);
+    await (await import('./tracing-sdk.js')).startTracing();
+    await runWorker(config);
   });
 
 program
@@ -106,7 +108,9 @@ program
   .action(async (opts: { port?: string; apps?: string; queue?: string }) => {
     // Loaded here so that the other commands do not load the HTTP framework.
     const { apiConfig, runApi } = await import('../api/index.js');
-    await runApi(apiConfig(opts));
+    const config = apiConfig(opts);
+    await (await import('./tracing-sdk.js')).startTracing();
+    await runApi(config);
   });
 
 program
@@ -172,7 +176,9 @@ program
   )
   .action(async (opts: DevFlags) => {
     const { devConfig, runDev } = await import('./dev/dev.js');
-    await runDev(devConfig(opts));
+    const config = devConfig(opts);
+    await (await import('./tracing-sdk.js')).startTracing();
+    await runDev(config);
   });
 
 registerClientCommands(program);

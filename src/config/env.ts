@@ -57,6 +57,52 @@ const envSchema = z.object({
     .string()
     .regex(/^\s*\d+(\.\d+)?\s*[a-zA-Z]+\s*$/, 'must be a duration with a unit, e.g. AGENTLOOM_RETENTION=30d')
     .optional(),
+  /**
+   * OpenTelemetry's standard variables that switch tracing on in `agentloom api|worker|dev` (README "Tracing");
+   * the SDK reads the others (OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_PROTOCOL, headers).
+   */
+  OTEL_TRACES_EXPORTER: z.string().min(1).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl('OTEL_EXPORTER_OTLP_ENDPOINT', 'http://localhost:4318'),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl(
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    'http://localhost:4318/v1/traces',
+  ),
+  OTEL_TRACES_SAMPLER: z
+    .enum(
+      [
+        'always_on',
+        'always_off',
+        'traceidratio',
+        'parentbased_always_on',
+        'parentbased_always_off',
+        'parentbased_traceidratio',
+      ],
+      {
+        error:
+          'must be always_on, always_off, traceidratio, parentbased_always_on, parentbased_always_off or parentbased_traceidratio',
+      },
+    )
+    .optional(),
+  OTEL_TRACES_SAMPLER_ARG: z.coerce
+    .number({ error: 'must be a ratio between 0 and 1, e.g. OTEL_TRACES_SAMPLER_ARG=0.1' })
+    .min(0, 'must be a ratio between 0 and 1')
+    .max(1, 'must be a ratio between 0 and 1')
+    .optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).optional(),
+  OTEL_RESOURCE_ATTRIBUTES: z.string().optional(),
+  /** OpenTelemetry's GenAI switch: record prompts, answers and tool arguments on spans (README "Tracing"). */
+  OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT: z
+    .enum(['true', 'false', 'TRUE', 'FALSE', 'True', 'False'], { error: 'must be true or false' })
+    .transform((v) => v.toLowerCase() === 'true')
+    .optional(),
+  /** The console's link to a run's trace: a URL template with {traceId}, e.g. http://jaeger:16686/trace/{traceId}. */
+  AGENTLOOM_TRACE_URL: z
+    .string()
+    .regex(
+      /^https?:\/\/\S*\{traceId\}\S*$/,
+      'must be an http(s) URL containing {traceId}, e.g. http://jaeger:16686/trace/{traceId}',
+    )
+    .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
   PORT: z.coerce.number().int().min(1).max(65535).optional(),
 });

@@ -3,6 +3,7 @@
  * PGlite), the queue (in-process, BullMQ on Redis, BullMQ on PostgreSQL) and the bus between processes (Redis
  * pub/sub, Postgres LISTEN/NOTIFY, or in-process).
  */
+import { RunTracing, traceLogFields } from './observe/run-trace.js';
 import { pino, type Logger } from 'pino';
 import { LOG_REDACTION } from '../core/log-redaction.js';
 import { InProcessBus, type Bus } from '../core/bus.js';
@@ -133,7 +134,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       ? await loadAppsModule(options.apps, { tools: options.tools, models: options.models })
       : undefined;
   const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
-  const logger = options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn', redact: LOG_REDACTION });
+  const logger =
+    options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn', redact: LOG_REDACTION, mixin: traceLogFields });
   const secretKey = options.secretKey ?? env.AGENTLOOM_SECRET_KEY;
   const vault = secretKey
     ? new CredentialVault(
@@ -184,6 +186,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       vault,
       auths,
       modelEnv,
+      tracing: RunTracing.sdkRegistered()
+        ? new RunTracing(
+            options.traceContent ?? env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === true,
+          )
+        : undefined,
     },
     retention === undefined ? options : { ...options, retention },
   );

@@ -11,6 +11,7 @@ import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineObserver } from './observe/observer.js';
 import type { RetentionSetting } from './runs/retention.js';
+import type { RunTracing } from './observe/run-trace.js';
 import type { CredentialVault } from './auth/credential-vault.js';
 import type { DeclaredAuth } from './apps/registry.js';
 import type { AppDefinition, RegisteredApp } from './apps/registry.js';
@@ -81,6 +82,12 @@ export interface EngineOptions {
   retention?: RetentionSetting;
   /** Called back when step jobs end and registered models and tools answer (metrics); see observer.ts. */
   observer?: EngineObserver;
+  /**
+   * Record prompts, answers and tool arguments on spans (README "Tracing"). Default:
+   * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. Spans are made only when an OpenTelemetry SDK was
+   * registered before the engine was created.
+   */
+  traceContent?: boolean;
 }
 
 /** The parts an engine runs on, resolved from {@link EngineOptions} by `createEngine`. */
@@ -98,4 +105,6 @@ export interface EngineParts {
   vault: CredentialVault | undefined;
   /** The `auth` the apps' tools declare (where an OAuth2 answer's token URL and client come from). */
   auths: DeclaredAuth[];
+  /** The tracing of runs, when an OpenTelemetry SDK was registered before the engine was made. */
+  tracing: RunTracing | undefined;
 }

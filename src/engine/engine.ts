@@ -19,6 +19,7 @@ import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
 import { observeSteps } from './observe/observer.js';
+import { traceSteps, type RunTracing } from './observe/run-trace.js';
 import {
   readInvocation,
   readNodes,
@@ -73,6 +74,7 @@ export class Engine {
   private readonly partials = new EventEmitter();
   private partialsSubscribed: Promise<unknown> | undefined;
   private readonly leaseMs: number;
+  private readonly tracing: RunTracing | undefined;
 
   constructor(
     parts: EngineParts,
@@ -92,6 +94,7 @@ export class Engine {
     this.logger = parts.logger;
     this.leaseMs = options.leaseMs ?? 15_000;
     this.retention = options.retention === undefined ? undefined : resolveRetention(options.retention);
+    this.tracing = parts.tracing;
     this.partials.setMaxListeners(0);
     this.scheduler = new Scheduler(
       schedulerDeps(parts, options, {
@@ -133,7 +136,11 @@ export class Engine {
         ),
       );
     });
-    const handler = observeSteps((job) => this.scheduler.handle(job), this.options.observer, this.logger);
+    const handler = observeSteps(
+      traceSteps((job) => this.scheduler.handle(job), this.tracing),
+      this.options.observer,
+      this.logger,
+    );
     this.stopWorker = await this.queue.process(handler, {
       concurrency: options.concurrency ?? 64,
       definitions: [...this.apps.values()].map((app) => app.definitionHash),
@@ -398,7 +405,7 @@ export class Engine {
     // Paused nodes first (no step would stop their remote tasks); crash after → our run is not cancelled yet.
     await stop(work.filter((w) => w.paused));
     await this.options.faults?.('before-cancel-commit', { invocationId, path: '', attempt: 0 });
-    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId));
+    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId, this.tracing));
     if (cancelled) {
       this.stopSteps(invocationId, 'cancelled');
       await stop(work.filter((w) => !w.paused));

@@ -17,3 +17,5 @@ export type {
   ToolCallEnd,
 } from './observe/observer.js';
 export type { PruneOptions, RetentionOptions, RetentionSetting } from './runs/retention.js';
+export { AgentloomIdGenerator } from './observe/trace-ids.js';
+export { RunSampler } from './observe/trace-sampler.js';

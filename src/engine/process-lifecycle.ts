@@ -6,6 +6,7 @@
 import { pino, type Logger } from 'pino';
 import { LOG_REDACTION } from '../core/log-redaction.js';
 import { createEngine } from './create-engine.js';
+import { flushTraces, traceLogFields } from './observe/run-trace.js';
 import type { EngineOptions } from './engine-options.js';
 import type { Engine } from './engine.js';
 
@@ -20,7 +21,8 @@ const DRAIN_DEADLINE_AFTER_GRACE_MS = 15_000;
  * not take down a process whose state is safe in PostgreSQL anyway.
  */
 function processLogger(level: string, logger?: Logger): Logger {
-  const log = logger ?? pino({ level, base: { pid: process.pid }, redact: LOG_REDACTION });
+  const log =
+    logger ?? pino({ level, base: { pid: process.pid }, redact: LOG_REDACTION, mixin: traceLogFields });
   process.on('unhandledRejection', (err) => log.error({ err }, 'unhandled rejection'));
   return log;
 }
@@ -138,6 +140,8 @@ export async function startProcess<S extends Served = Served>(
       await served.close?.();
       await engine.close();
       await served.closeAfterEngine?.();
+      // The spans of the steps that just ended, exported before the process exits.
+      await flushTraces();
       return drained && { released: drained.released };
     },
   });

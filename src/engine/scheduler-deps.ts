@@ -8,14 +8,8 @@ import { parseModelId } from '../models/model-ids.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
-import {
-  notify,
-  observeModel,
-  observeModels,
-  observeTool,
-  observeTools,
-  type StepRun,
-} from './observe/observer.js';
+import { traceModel, traceTool } from './observe/call-trace.js';
+import { notify, observeModel, observeTool, type StepRun } from './observe/observer.js';
 import type { SchedulerDeps } from './step/step-env.js';
 
 /** What only the engine knows: this worker's identity and lease, and where partial events and ends go. */
@@ -35,6 +29,14 @@ export function schedulerDeps(
   const providerCache = new Map<string, Model>();
   const { logger } = parts;
   const { observer } = options;
+  const { tracing } = parts;
+  // A model or tool is traced first, then observed: its observer callbacks run inside its span.
+  const wrapModel = (m: Model): Model =>
+    observeModel(tracing ? traceModel(m, tracing.tracer, tracing.captureContent) : m, observer, logger);
+  const wrapTool = (t: Tool): Tool =>
+    observeTool(tracing ? traceTool(t, tracing.tracer, tracing.captureContent) : t, observer, logger);
+  const wrapsModels = tracing !== undefined || observer?.onModelCall !== undefined;
+  const wrapsTools = tracing !== undefined || observer?.onToolCall !== undefined;
   return {
     store: parts.store,
     vault: parts.vault,
@@ -45,15 +47,16 @@ export function schedulerDeps(
     leaseMs: hooks.leaseMs,
     maxStepMs: options.maxStepMs ?? 600_000,
     deferMs: options.deferMs ?? 5_000,
-    models: observeModels(parts.models, observer, logger),
-    tools: observeTools(parts.tools, observer, logger),
+    models: wrapsModels ? mapValues(parts.models, wrapModel) : parts.models,
+    tools: wrapsTools ? mapValues(parts.tools, wrapTool) : parts.tools,
+    ...(tracing ? { tracing } : {}),
     // A provider id no app names at start (an agent given its model later): built on first use. An id whose
     // key is missing throws CONFIG naming the variable; a name that is no provider id is unknown (undefined).
     defaultModel: (name) => {
       if (!parseModelId(name)) return undefined;
       let model = providerCache.get(name);
       if (!model) {
-        model = observeModel(createModelForId(name, parts.modelEnv), observer, logger);
+        model = wrapModel(createModelForId(name, parts.modelEnv));
         providerCache.set(name, model);
       }
       return model;
@@ -63,16 +66,17 @@ export function schedulerDeps(
     },
     partials: hooks.publishPartial,
     onInvocationEnded: hooks.onInvocationEnded,
-    ...(observer?.onModelCall
-      ? { observeModel: cachedPerInstance((m: Model) => observeModel(m, observer, logger)) }
-      : {}),
-    ...(observer?.onToolCall
-      ? { observeTool: cachedPerInstance((t: Tool) => observeTool(t, observer, logger)) }
-      : {}),
+    ...(wrapsModels ? { observeModel: cachedPerInstance(wrapModel) } : {}),
+    ...(wrapsTools ? { observeTool: cachedPerInstance(wrapTool) } : {}),
     ...(observer?.onStep
       ? { observeStep: (run: StepRun) => notify(observer.onStep?.bind(observer), run, logger) }
       : {}),
   };
+}
+
+/** The same map with each value wrapped. */
+function mapValues<T>(map: Map<string, T>, wrap: (value: T) => T): Map<string, T> {
+  return new Map([...map].map(([name, value]) => [name, wrap(value)]));
 }
 
 /** `wrap` applied once per instance: the same wrapper for the same model or tool every time. */

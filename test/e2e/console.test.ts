@@ -120,10 +120,12 @@ function consoleScenarios(target: ConsoleTarget): void {
 describe('the console on agentloom dev (PGlite, clean data dir)', () => {
   const target = { opsKey: OPS_KEY, writersKey: WRITERS_KEY } as ConsoleTarget;
   beforeAll(async () => {
+    const traceUrl = 'http://jaeger.example:16686/trace/{traceId}';
     const { url } = await startDev(['--apps', APPS, '--data', join(dir, 'keyed')], {
       AGENTLOOM_API_KEYS: KEYS,
+      AGENTLOOM_TRACE_URL: traceUrl,
     });
-    Object.assign(target, { url, screenshots: process.env.AGENTLOOM_SCREENSHOTS === '1' });
+    Object.assign(target, { url, traceUrl, screenshots: process.env.AGENTLOOM_SCREENSHOTS === '1' });
   }, START_TIMEOUT_MS);
 
   consoleScenarios(target);

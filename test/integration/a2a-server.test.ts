@@ -623,3 +623,30 @@ describe('errors', () => {
     expect((await engine.get(task.id)).userId).toBe('echoes');
   });
 });
+
+describe("a caller's trace context", () => {
+  it("a traceparent on message/send makes the task a run of the caller's trace", async () => {
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const sent = await rpc(
+      '/a2a/echo',
+      {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'message/send',
+        params: {
+          message: {
+            kind: 'message',
+            messageId: 'traced-1',
+            role: 'user',
+            parts: [{ kind: 'text', text: 'hi' }],
+          },
+          configuration: { blocking: true },
+        },
+      },
+      { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    );
+    expect(sent.status).toBe(200);
+    const view = await engine.get(sent.json.result.id as string);
+    expect(view.traceId).toBe(traceId);
+  });
+});

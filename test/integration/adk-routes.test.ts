@@ -362,3 +362,26 @@ describe("the dev UI's routes", () => {
     expect((await request('GET', '/builder/app/mail')).status).toBe(404);
   });
 });
+
+describe("a caller's trace context", () => {
+  it("a traceparent on /run makes the run part of the caller's trace; a malformed one is ignored", async () => {
+    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
+    const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const body = {
+      appName: 'echo',
+      userId: 'eve',
+      sessionId: session.id,
+      newMessage: { parts: [{ text: 'hi' }] },
+    };
+    const traced = await request('POST', '/run', body, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    expect(traced.status).toBe(200);
+    const id = traced.json[0].invocationId as string;
+    expect((await request('GET', `/v1/invocations/${id}`)).json.traceId).toBe(traceId);
+    const malformed = await request('POST', '/run', body, { traceparent: '00-not-a-trace' });
+    expect(malformed.status).toBe(200);
+    const other = malformed.json[0].invocationId as string;
+    expect((await request('GET', `/v1/invocations/${other}`)).json.traceId).toBe(
+      other.replace(/^inv_/, '').replaceAll('-', ''),
+    );
+  });
+});

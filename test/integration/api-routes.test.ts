@@ -119,6 +119,8 @@ describe.each(backends)('HTTP API routes on $name', (backend) => {
       output: 'echo 0',
       pending: [],
       definitionHash: engine.apps.get('echo')?.definitionHash,
+      // No caller's traceparent: the run's trace id is its id's UUID digits.
+      traceId: id.replace(/^inv_/, '').replaceAll('-', ''),
     });
     expect(new Date(got.body.createdAt as string).getTime()).not.toBeNaN();
 

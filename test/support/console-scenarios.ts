@@ -22,6 +22,8 @@ export interface ConsoleTarget {
   writersKey: string;
   /** Take the README's screenshots (docs/console-*.png) on the way. */
   screenshots?: boolean;
+  /** The server's AGENTLOOM_TRACE_URL, when it has one: a run's trace id is then a link. */
+  traceUrl?: string;
 }
 
 /** How long the console may take to show what the server already has (it reloads each second). */
@@ -144,6 +146,15 @@ export async function approveFromConsole(browser: Browser, t: ConsoleTarget): Pr
   await events.getByText('exit_loop').first().waitFor({ timeout: SHOWS_MS });
   expect(await events.locator('li').count()).toBeGreaterThanOrEqual(10);
   await screenshot(t, page, 'run');
+  // The run's trace id (derived from its id: no caller's traceparent), a link when the server has a template.
+  const traceId = id.replace(/^inv_/, '').replaceAll('-', '');
+  const trace = page.locator('dd.trace');
+  expect(await trace.textContent()).toBe(traceId);
+  const href = await trace
+    .locator('a')
+    .getAttribute('href', { timeout: t.traceUrl ? SHOWS_MS : 1 })
+    .catch(() => null);
+  expect(href).toBe(t.traceUrl ? t.traceUrl.replace('{traceId}', traceId) : null);
 
   // Approve here: the page, still open, streams the rest and says "completed".
   await page

@@ -213,6 +213,20 @@ function whereTimeGoes(report: BenchReport): string {
 
 function extraSections(report: BenchReport): string {
   const out: string[] = [];
+  const tracing = suite(report, 'tracing');
+  if (tracing?.extra) {
+    const e = tracing.extra as { off: Figure; on: Figure; costPerStepMs: number; payloads: number };
+    const row = (name: string, f: Figure): string[] => [
+      name,
+      `**${n(f.median, 2)}**`,
+      n(f.min, 2),
+      n(f.max, 2),
+      String(f.samples.length),
+    ];
+    out.push(
+      `### W1 with tracing off and on (issue 32)\n\nPostgreSQL + in-process queue; off and on phases alternate (a phase: an engine of its own, a warm-up run, then 5 W1 runs whose median is its sample). On: agentloom's id generator and run sampler (always on), a batch span processor exporting OTLP/HTTP (protobuf) to a receiver in the bench process (${n(e.payloads, 0)} payloads). Cost of tracing: **${n(e.costPerStepMs, 3)} ms per step** (difference of medians).\n\n${table(['tracing', 'median ms/step', 'min', 'max', 'phases'], [row('off', e.off), row('on', e.on)])}\n${errorsOf(tracing)}`,
+    );
+  }
   const w4 = suite(report, 'w4');
   if (w4) {
     const rows = Object.values((w4.extra ?? {}) as Record<string, Record<string, unknown>>).map((r) => [

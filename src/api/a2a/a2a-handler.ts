@@ -48,6 +48,8 @@ export interface A2aHandlerOptions {
   card: AgentCard;
   /** The key's name (recorded as `createdBy` / `answeredBy`, and the user of new sessions); undefined: no keys. */
   actor: string | undefined;
+  /** The request's valid `traceparent`, if any: the run's trace parent. */
+  traceparent?: string | undefined;
   /** Aborted when the client goes away or the server closes: a stream stops following (the run goes on). */
   signal: AbortSignal;
 }
@@ -115,6 +117,7 @@ export class EngineA2aHandler implements A2ARequestHandler {
       idempotencyKey: `a2a:${userId}:${message.messageId}`,
       ...(message.contextId ? { sessionId: message.contextId } : {}),
       createdBy: this.options.actor,
+      ...(this.options.traceparent ? { traceparent: this.options.traceparent } : {}),
     });
     return { view: await this.engine.get(invocationId), afterSeq: session?.lastSeq ?? 0 };
   }

@@ -4,6 +4,7 @@
  * (v1.0, and v0.3 for requests without `A2A-Version` or with 0.3, as the SDK's express adapter routes them); this
  * file is that adapter for Fastify: parse errors, version checks, JSON answers and SSE streams.
  */
+import { traceparentOf } from '../http/trace-header.js';
 import type { ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -181,6 +182,7 @@ export function a2aRoutes(server: ApiApp, ctx: RouteContext): void {
       app: app.name,
       card: built,
       actor: actorOf(request),
+      ...traceparentOf(request),
       signal: gone.signal,
     });
     let result: unknown;

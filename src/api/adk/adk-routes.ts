@@ -7,6 +7,7 @@
  * A client that goes away (the dev UI's Stop button aborts its request) stops only its stream: the run is durable
  * and goes on; `POST /v1/invocations/:id/cancel` cancels it.
  */
+import { traceparentOf } from '../http/trace-header.js';
 import type { ServerResponse } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -72,6 +73,7 @@ async function startRun(engine: Engine, request: FastifyRequest, body: AdkRunBod
       input: body.newMessage as Content,
       ...(body.stateDelta ? { stateDelta: body.stateDelta } : {}),
       createdBy: actorOf(request),
+      ...traceparentOf(request),
     });
     return { invocationId, afterSeq: session.lastSeq };
   }

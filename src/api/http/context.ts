@@ -34,6 +34,8 @@ export interface RouteContext {
   authEnabled: boolean;
   /** Aborted when the server closes: open event streams end. */
   closing: AbortController;
+  /** A URL template with `{traceId}` where a run's trace is shown (AGENTLOOM_TRACE_URL), if any. */
+  traceUrl: string | undefined;
 }
 
 /** Error responses of a route, for its schema (and the OpenAPI document). */

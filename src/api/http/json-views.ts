@@ -20,8 +20,8 @@ import {
   type ToolRequestJson,
 } from './schemas.js';
 
-/** An invocation as `GET /v1/invocations/:id` answers it. */
-export function invocationJson(view: InvocationView): InvocationJson {
+/** An invocation as `GET /v1/invocations/:id` answers it (`traceUrl`: the template of its trace's link, if any). */
+export function invocationJson(view: InvocationView, traceUrl?: string): InvocationJson {
   return {
     id: view.id,
     app: view.app,
@@ -34,6 +34,8 @@ export function invocationJson(view: InvocationView): InvocationJson {
     llmCalls: view.llmCalls,
     maxLlmCalls: view.maxLlmCalls,
     definitionHash: view.definitionHash,
+    traceId: view.traceId,
+    ...(traceUrl ? { traceUrl: traceUrl.replaceAll('{traceId}', view.traceId) } : {}),
     createdAt: view.createdAt.toISOString(),
     updatedAt: view.updatedAt.toISOString(),
     pending: view.pending,

@@ -226,7 +226,19 @@ const invocationFields = {
 
 export const invocationSummarySchema = z.object(invocationFields).meta({ id: 'InvocationSummary' });
 export const invocationSchema = z
-  .object({ ...invocationFields, pending: z.array(pendingCallSchema) })
+  .object({
+    ...invocationFields,
+    traceId: z
+      .string()
+      .describe(
+        "the run's OpenTelemetry trace id (32 hex digits): the caller's traceparent, else derived from the id",
+      ),
+    traceUrl: z
+      .string()
+      .optional()
+      .describe('where the trace is shown (AGENTLOOM_TRACE_URL with the trace id)'),
+    pending: z.array(pendingCallSchema),
+  })
   .meta({ id: 'Invocation' });
 export type InvocationJson = z.infer<typeof invocationSchema>;
 export type InvocationSummaryJson = z.infer<typeof invocationSummarySchema>;

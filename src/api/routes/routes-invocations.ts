@@ -1,4 +1,5 @@
 /** Invocation routes: enqueue, read, list, node tree, answers to paused calls, cancel, retry. */
+import { traceparentOf } from '../http/trace-header.js';
 import type { FastifyRequest } from 'fastify';
 import { hasErrorCode } from '../../core/errors.js';
 import type { FunctionResponseInput } from '../../engine/runs/resume.js';
@@ -108,7 +109,12 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
       const { app } = request.params;
       if (!engine.apps.has(app) || !canSee(principalOf(request), app))
         throw appNotFound(engine, request, app);
-      const result = await engine.enqueue({ app, ...request.body, createdBy: actorOf(request) });
+      const result = await engine.enqueue({
+        app,
+        ...request.body,
+        createdBy: actorOf(request),
+        ...traceparentOf(request),
+      });
       ctx.metrics.enqueued.inc({ app });
       return reply.code(202).send(result);
     },
@@ -144,7 +150,8 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
       params: idParamsSchema,
       response: { 200: invocationSchema, ...errorResponses(400, 401, 404) },
     },
-    handler: async (request) => invocationJson(await visibleInvocation(engine, request, request.params.id)),
+    handler: async (request) =>
+      invocationJson(await visibleInvocation(engine, request, request.params.id), ctx.traceUrl),
   });
 
   app.get('/v1/invocations/:id/nodes', {
@@ -170,7 +177,7 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);
-      return invocationJson(await answer(ctx, request, view, request.body.functionResponses));
+      return invocationJson(await answer(ctx, request, view, request.body.functionResponses), ctx.traceUrl);
     },
   });
 
@@ -197,7 +204,7 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
       const { confirmed, payload } = request.body;
       const response: Record<string, unknown> = { confirmed };
       if (payload !== undefined) response.payload = payload;
-      return invocationJson(await answer(ctx, request, view, [{ id: callId, response }]));
+      return invocationJson(await answer(ctx, request, view, [{ id: callId, response }]), ctx.traceUrl);
     },
   });
 
@@ -210,7 +217,7 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);
-      return invocationJson(await engine.cancel(view.id));
+      return invocationJson(await engine.cancel(view.id), ctx.traceUrl);
     },
   });
 
@@ -225,7 +232,10 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);
       const maxLlmCalls = request.body?.maxLlmCalls;
-      return invocationJson(await engine.retry(view.id, maxLlmCalls === undefined ? {} : { maxLlmCalls }));
+      return invocationJson(
+        await engine.retry(view.id, maxLlmCalls === undefined ? {} : { maxLlmCalls }),
+        ctx.traceUrl,
+      );
     },
   });
 }

@@ -219,7 +219,8 @@ export function observeTool(tool: Tool, observer: EngineObserver | undefined, lo
   };
 }
 
-function isSuspension(err: unknown): boolean {
+/** A call suspended until a child agent ends (AgentTool): no end, no failure. */
+export function isSuspension(err: unknown): boolean {
   if (err instanceof ChildPaused) return true;
   return typeof err === 'object' && err !== null && (err as { suspend?: unknown }).suspend === true;
 }

@@ -9,26 +9,34 @@ import { listEvents } from '../../store/repos/events.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
 import type { BaseAgent } from '../../agents/base-agent.js';
 import type { RegisteredApp } from '../apps/registry.js';
+import type { RunTracing } from '../observe/run-trace.js';
 
-/** Marks the invocation and every unfinished node cancelled. Returns false when it had already ended. */
-export async function cancelTx(tx: Db, invocationId: string): Promise<boolean> {
+/**
+ * Marks the invocation and every unfinished node cancelled (and emits the run's node spans when traced). Returns
+ * false when it had already ended.
+ */
+export async function cancelTx(tx: Db, invocationId: string, tracing?: RunTracing): Promise<boolean> {
   const inv = await getInvocation(tx, invocationId, true);
   if (!inv)
     throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
       details: { invocationId },
     });
   if (TERMINAL_INVOCATION.has(inv.status)) return false;
-  for (const node of await invocationNodes(tx, invocationId)) {
+  const nodes = await invocationNodes(tx, invocationId);
+  for (const node of nodes) {
     if (!SETTLED.has(node.status as NodeStatus) || node.status === 'paused') {
       await updateNodeTx(tx, invocationId, node.path, {
         status: 'cancelled',
         leaseOwner: null,
         leaseExpiresAt: null,
       });
+      // As written: the run's node spans are made from these rows.
+      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, invocationId);
   await setInvocationStatusTx(tx, invocationId, 'cancelled');
+  await tracing?.runEnded(tx, inv, { status: 'cancelled' }, nodes);
   return true;
 }
 

@@ -7,6 +7,7 @@ import { WorkflowAgent } from '../../agents/workflow/workflow.js';
 import { userText, type Content } from '../../core/content.js';
 import { AgentloomError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
+import { formatTraceparent, parseTraceparent } from '../../core/trace-context.js';
 import { appendEventTx, prepareEvent } from '../../store/repos/events.js';
 import { insertInvocationTx, type InvocationRow } from '../../store/repos/invocations.js';
 import { insertInvocationInNewSession } from '../../store/step/new-session-invocation.js';
@@ -47,11 +48,22 @@ export interface EnqueueInput {
   idempotencyKey?: string;
   createdBy?: string;
   /**
+   * The caller's W3C trace context (the `traceparent` header): the run's root span becomes a child of the caller's
+   * span. A malformed value is ignored (the run gets a trace of its own): see `parseTraceparent`.
+   */
+  traceparent?: string;
+  /**
    * Where the invocation starts in an existing session: `'auto'` (default) at the agent the conversation was last
    * transferred to, when it can still transfer back up the tree (ADK's Runner rule; otherwise the root); `'root'`
    * always at the app's root agent. A new session always starts at the root.
    */
   startAt?: StartAt;
+}
+
+/** The caller's trace context as stored: normalised, or null when absent or malformed. */
+function traceparentOf(input: EnqueueInput): string | null {
+  const parsed = parseTraceparent(input.traceparent);
+  return parsed ? formatTraceparent(parsed) : null;
 }
 
 function startAtOf(input: EnqueueInput): StartAt {
@@ -129,6 +141,7 @@ export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput
       maxLlmCalls,
       idempotencyKey: input.idempotencyKey ?? null,
       createdBy: input.createdBy ?? null,
+      traceparent: traceparentOf(input),
     });
     if (!created) return { row, jobs: [] as NodeJobRef[] };
     await appendEventTx(tx, {
@@ -192,6 +205,7 @@ async function enqueueInNewSession(
       input: content as unknown as Record<string, unknown>,
       maxLlmCalls,
       createdBy: input.createdBy ?? null,
+      traceparent: traceparentOf(input),
     },
     event: eventInsertOf(prepared.row),
     root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
@@ -214,6 +228,7 @@ async function enqueueInNewSession(
     maxLlmCalls,
     idempotencyKey: null,
     createdBy: input.createdBy ?? null,
+    traceparent: traceparentOf(input),
     createdAt: now,
     updatedAt: now,
     endedAt: null,

@@ -2,6 +2,7 @@ import type { StoredError } from '../../core/errors.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
 import type { ToolRequestRow } from '../../store/repos/tool-requests.js';
 import { authorizationUrlOf } from '../../tools/auth.js';
+import { invocationTraceId } from '../../core/trace-context.js';
 
 /** A paused call as users see it (CONTRACT.md `pending[]`). */
 /**
@@ -52,6 +53,11 @@ export interface InvocationView {
   maxLlmCalls: number;
   /** Hash of the agent tree the invocation was started with: only a worker serving that definition runs it. */
   definitionHash: string;
+  /**
+   * The run's trace id (32 hex digits): the caller's when a `traceparent` came with the run, else derived from the
+   * invocation id. Every span of the run, in any process, is in this trace.
+   */
+  traceId: string;
   pending: PendingCall[];
   createdAt: Date;
   updatedAt: Date;
@@ -71,6 +77,7 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     llmCalls: row.llmCalls,
     maxLlmCalls: row.maxLlmCalls,
     definitionHash: row.definitionHash,
+    traceId: invocationTraceId(row.id, row.traceparent),
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     pending: requests.map(pendingCallOf),

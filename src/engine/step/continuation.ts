@@ -46,6 +46,7 @@ export async function runChain(env: StepEnv, inv: InvocationRow, first: ChainLin
         agent: current.agent,
         controller: current.step.controller,
         known: current.known,
+        queued: current.continued !== true,
       });
     } catch (err) {
       // A continued step is not the job's own node: a fault of the machinery redelivers its own wake-up.

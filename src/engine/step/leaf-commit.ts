@@ -145,7 +145,7 @@ async function completeLeaf(
     // One statement: the fenced status change (it also takes the row lock) and the parent's row lock.
     const settled = await settleLeafLockParentTx(tx, inv.id, claimed.path, claimed.attempt, fields);
     if (!settled) return undefined;
-    if (endInvocation && outcome.status === 'completed') return endInvocationTx(tx, inv);
+    if (endInvocation && outcome.status === 'completed') return endInvocationTx(env, tx, inv);
     const ended = {
       row: settled.node,
       status: outcome.status,
@@ -207,6 +207,7 @@ async function completeInOneStatement(
   }
   if (result.outcome === 'stale') return 'general';
   if (result.outcome === 'fenced') return undefined;
+  if (finish) await env.deps.tracing?.runEnded(env.deps.store.db, inv, { status: 'completed' });
   return afterAdvance(inv, parent, decision, result.advance, slot);
 }
 
@@ -259,18 +260,22 @@ async function suspendTx(
 }
 
 /** `endInvocation`, in the caller's transaction: every unfinished node is cancelled and the invocation completes. */
-async function endInvocationTx(tx: Db, inv: InvocationRow): Promise<NodeJobRef[]> {
-  for (const node of await invocationNodes(tx, inv.id)) {
+async function endInvocationTx(env: StepEnv, tx: Db, inv: InvocationRow): Promise<NodeJobRef[]> {
+  const nodes = await invocationNodes(tx, inv.id);
+  for (const node of nodes) {
     if (!SETTLED.has(node.status as NodeStatus) || node.status === 'paused') {
       await updateNodeTx(tx, inv.id, node.path, {
         status: 'cancelled',
         leaseOwner: null,
         leaseExpiresAt: null,
       });
+      // As written: the run's node spans are made from these rows.
+      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, inv.id);
   const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
   await setInvocationStatusTx(tx, inv.id, 'completed', { output });
+  await env.deps.tracing?.runEnded(tx, inv, { status: 'completed' }, nodes);
   return [];
 }

@@ -18,6 +18,7 @@ import { SHUTDOWN } from './local-steps.js';
 import { LeaseGuard } from './lease-guard.js';
 import { EngineNodeRuntime } from './node-runtime.js';
 import type { StepRun } from '../observe/observer.js';
+import { RunTracing, type StepTrace } from '../observe/run-trace.js';
 import {
   stepLog,
   wake,
@@ -36,16 +37,30 @@ export interface ClaimedLeaf {
   controller: AbortController;
   /** What the claim statement already read (state, parent, lease start). */
   known: Known | undefined;
+  /** Delivered by the queue (not continued into by the step before it on this worker): its wait is traced. */
+  queued?: boolean;
 }
 
 /** Runs a claimed leaf and commits its outcome; the result names the leaf its commit claimed next, if any. */
 export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepResult> {
+  // The step's span (one per attempt): its model and tool calls and its log lines are inside it.
+  const span = env.deps.tracing?.step(leaf.inv, leaf.claimed, leaf.queued ?? false);
+  if (!span) return runStep(env, leaf, undefined);
+  return span
+    .run(() => runStep(env, leaf, span))
+    .catch((err: unknown) => {
+      RunTracing.fail(span, err);
+      throw err;
+    });
+}
+
+async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefined): Promise<StepResult> {
   const { inv, claimed, agent, controller, known } = leaf;
   const { store } = env.deps;
   const log = stepLog(env, inv, claimed.path, claimed.attempt);
   log.debug('step claimed');
   const started = performance.now();
-  const report = (outcome: StepRun['outcome']): void =>
+  const report = (outcome: StepRun['outcome'], detail?: LeafOutcome | NodeSuspended): void => {
     env.deps.observeStep?.({
       invocationId: inv.id,
       path: claimed.path,
@@ -54,6 +69,8 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
       outcome,
       durationMs: performance.now() - started,
     });
+    span?.end(outcome, detail);
+  };
   const guard = guardStep(env, leaf, log);
   let runtime: EngineNodeRuntime | undefined;
   try {
@@ -109,7 +126,7 @@ export async function runClaimed(env: StepEnv, leaf: ClaimedLeaf): Promise<StepR
       report('superseded');
       return { committed: false };
     }
-    report(status as StepRun['outcome']);
+    report(status as StepRun['outcome'], outcome);
     // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
     if (endInvocation && !(outcome instanceof NodeSuspended) && outcome.status === 'completed') {
       env.deps.onInvocationEnded(inv.id);

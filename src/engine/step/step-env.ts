@@ -16,6 +16,7 @@ import type { Store } from '../../store/store.js';
 import type { LocalSteps } from './local-steps.js';
 import type { NodeRuntimeDeps } from './node-runtime.js';
 import type { StepRun } from '../observe/observer.js';
+import type { RunTracing } from '../observe/run-trace.js';
 import type { RegisteredApp } from '../apps/registry.js';
 
 /** Dependencies of the scheduler. */
@@ -35,6 +36,8 @@ export interface SchedulerDeps extends NodeRuntimeDeps {
   deferMs: number;
   /** Told how each claimed step ended (metrics). Must not throw. */
   observeStep?: (run: StepRun) => void;
+  /** The tracing of runs, when an OpenTelemetry SDK is registered (observe/run-trace.ts). */
+  tracing?: RunTracing;
 }
 
 /** A branch's end as the batcher answers it: with the join's output when known (see {@link JobHint.output}). */

@@ -258,5 +258,7 @@ export async function settleTx(
   } else if (status === 'paused' || status === 'cancelled') {
     await setInvocationStatusTx(tx, inv.id, status, {}, unlessEnded);
   }
+  // The run's node spans, parents of its steps' (read in this transaction: it sees the nodes as they end).
+  if (status !== 'paused') await env.deps.tracing?.runEnded(tx, inv, { status, error });
   return [];
 }

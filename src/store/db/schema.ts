@@ -120,6 +120,8 @@ export const invocations = pgTable(
     maxLlmCalls: integer('max_llm_calls').notNull(),
     idempotencyKey: text('idempotency_key'),
     createdBy: text('created_by'),
+    /** The caller's W3C trace context (`traceparent`) when one came with the request: the run's trace parent. */
+    traceparent: text('traceparent'),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),

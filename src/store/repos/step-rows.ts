@@ -62,6 +62,7 @@ export function invocationFromJson(r: Json): InvocationRow {
     maxLlmCalls: Number(r.max_llm_calls),
     idempotencyKey: (r.idempotency_key as string | null) ?? null,
     createdBy: (r.created_by as string | null) ?? null,
+    traceparent: (r.traceparent as string | null) ?? null,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
     endedAt: toDateOrNull(r.ended_at),

@@ -20,6 +20,8 @@ export interface NewSessionInvocation {
     input: Json;
     maxLlmCalls: number;
     createdBy: string | null;
+    /** The caller's W3C trace context, checked by the caller. */
+    traceparent: string | null;
   };
   /** The user event (prepared and validated by the caller); stored as seq 1. */
   event: EventInsert;
@@ -43,9 +45,9 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
       ),
       i as (
         insert into invocations (id, app, session_id, user_id, root_agent, definition_hash, status, input,
-                                 max_llm_calls, created_by)
+                                 max_llm_calls, created_by, traceparent)
         select ${inv.id}, ${input.app}, s.id, ${input.userId}, ${inv.rootAgent}, ${inv.definitionHash}, 'queued',
-               ${JSON.stringify(inv.input)}::jsonb, ${inv.maxLlmCalls}::int, ${inv.createdBy}
+               ${JSON.stringify(inv.input)}::jsonb, ${inv.maxLlmCalls}::int, ${inv.createdBy}, ${inv.traceparent}
         from s
         returning id
       ),

@@ -1,0 +1,1 @@
+ALTER TABLE "invocations" ADD COLUMN "traceparent" text;
