@@ -1,5 +1,5 @@
 /**
- * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts]`: hours of steady load on the
+ * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts] [--render]`: hours of steady load on the
  * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
  * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
  * driver.ts through the API, samples every 10 s (sampler.ts), then stops the load, waits for every run to end and
@@ -31,6 +31,7 @@ import { createDatabase, startBenchPostgres, startLocalRedis } from '../services
 import { freePort } from '../../../test/support/local-services.js';
 import { Driver, endState } from './driver.js';
 import { Sampler, type Sample, type Watched } from './sampler.js';
+import { formatWithPrettier } from '../report/format.js';
 import { renderCharts, soakMarkdown, type SoakResult } from './report.js';
 
 const APPS = resolve(import.meta.dirname, 'apps.ts');
@@ -45,6 +46,7 @@ const { values } = parseArgs({
     retention: { type: 'string', default: '2m' },
     out: { type: 'string' },
     'no-charts': { type: 'boolean', default: false },
+    render: { type: 'boolean', default: false },
   },
 });
 const minutes = Number(values.minutes);
@@ -97,7 +99,24 @@ function errorLines(path: string): string[] {
     .map((line) => line.slice(0, 300));
 }
 
+/** Writes SOAK.md (and the charts unless --no-charts) from a result. */
+async function writeReport(result: SoakResult): Promise<void> {
+  const charts: string[] = [];
+  if (!values['no-charts']) {
+    for (const [file, svg] of Object.entries(await renderCharts(result))) {
+      writeFileSync(join(outDir, file), svg);
+      charts.push(relative(resolve(reportPath, '..'), join(outDir, file)));
+    }
+  }
+  writeFileSync(reportPath, await formatWithPrettier(soakMarkdown(result, charts), reportPath));
+}
+
 async function main(): Promise<number> {
+  if (values.render) {
+    // --render: the report again from the results.json already in --out (after a change of the report).
+    await writeReport(JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as SoakResult);
+    return 0;
+  }
   const work = mkdtempSync(join(tmpdir(), 'agentloom-soak-'));
   chmodSync(work, 0o755); // the postgres user (when run as root) reaches its data directory
   mkdirSync(outDir, { recursive: true });
@@ -181,14 +200,7 @@ async function main(): Promise<number> {
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     };
     writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));
-    const charts: string[] = [];
-    if (!values['no-charts']) {
-      for (const [file, svg] of Object.entries(await renderCharts(result))) {
-        writeFileSync(join(outDir, file), svg);
-        charts.push(relative(resolve(reportPath, '..'), join(outDir, file)));
-      }
-    }
-    writeFileSync(reportPath, soakMarkdown(result, charts));
+    await writeReport(result);
     const unprovoked = Object.values(logErrors).flat().length;
     log(
       `${state.started} runs: ${state.wrong.length} wrong, ${state.stuck} unfinished; ${driver.errors.length} API errors; ` +

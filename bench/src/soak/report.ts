@@ -19,10 +19,13 @@ export interface SoakResult {
   machine: string;
 }
 
-/** Least-squares slope of `points` (x in seconds), per 600 s. */
-export function slopePer10Min(points: [number, number][]): number {
+/**
+ * Least-squares slope of `points` (x in seconds), per 600 s, and the half-width of its 95 % confidence interval
+ * (1.96 standard errors): a slope smaller than its interval is noise.
+ */
+export function slopePer10Min(points: [number, number][]): { slope: number; ci95: number } {
   const valid = points.filter(([, y]) => Number.isFinite(y));
-  if (valid.length < 3) return Number.NaN;
+  if (valid.length < 3) return { slope: Number.NaN, ci95: Number.NaN };
   const n = valid.length;
   const mx = valid.reduce((a, [x]) => a + x, 0) / n;
   const my = valid.reduce((a, [, y]) => a + y, 0) / n;
@@ -32,7 +35,11 @@ export function slopePer10Min(points: [number, number][]): number {
     num += (x - mx) * (y - my);
     den += (x - mx) ** 2;
   }
-  return den === 0 ? Number.NaN : (num / den) * 600;
+  if (den === 0) return { slope: Number.NaN, ci95: Number.NaN };
+  const b = num / den;
+  let sse = 0;
+  for (const [x, y] of valid) sse += (y - (my + b * (x - mx))) ** 2;
+  return { slope: b * 600, ci95: 1.96 * Math.sqrt(sse / (n - 2) / den) * 600 };
 }
 
 /** One series after the warm-up: first, last, min, max and slope per 10 minutes. */
@@ -44,6 +51,8 @@ export interface Trend {
   min: number;
   max: number;
   slope: number;
+  /** Half-width of the slope's 95 % confidence interval. */
+  ci95: number;
 }
 
 function trend(result: SoakResult, series: string, unit: string, pick: (s: Sample) => number): Trend {
@@ -59,7 +68,7 @@ function trend(result: SoakResult, series: string, unit: string, pick: (s: Sampl
     last: ys.at(-1) ?? Number.NaN,
     min: ys.length ? Math.min(...ys) : Number.NaN,
     max: ys.length ? Math.max(...ys) : Number.NaN,
-    slope: slopePer10Min(points),
+    ...slopePer10Min(points),
   };
 }
 
@@ -182,11 +191,23 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
     );
   }
   lines.push('', '## Trends after the warm-up', '');
-  lines.push('| series | first | last | min | max | slope per 10 min |', '|---|--:|--:|--:|--:|--:|');
+  const rss = trends(result).filter((t) => t.series.endsWith(' RSS'));
+  const over = rss.filter((t) => !(t.slope < 1));
+  lines.push(
+    over.length === 0
+      ? `RSS flat in every process: each slope is under 1 MB per 10 minutes (${rss.map((t) => `${t.series} ${fmt(t.slope, 2)}`).join(', ')}).`
+      : `RSS slope of 1 MB per 10 minutes or more: ${over.map((t) => `${t.series} ${fmt(t.slope, 2)} ± ${fmt(t.ci95, 2)} MB`).join(', ')}` +
+          ' (± is the 95 % confidence interval; an interval that reaches below 1 does not show growth beyond the bound).',
+    '',
+  );
+  lines.push(
+    '| series | first | last | min | max | slope per 10 min (95 % CI) |',
+    '|---|--:|--:|--:|--:|--:|',
+  );
   for (const t of trends(result)) {
     const u = t.unit ? ` ${t.unit}` : '';
     lines.push(
-      `| ${t.series} | ${fmt(t.first)}${u} | ${fmt(t.last)}${u} | ${fmt(t.min)}${u} | ${fmt(t.max)}${u} | ${fmt(t.slope, 2)}${u} |`,
+      `| ${t.series} | ${fmt(t.first)}${u} | ${fmt(t.last)}${u} | ${fmt(t.min)}${u} | ${fmt(t.max)}${u} | ${fmt(t.slope, 2)} ± ${fmt(t.ci95, 2)}${u} |`,
     );
   }
   if (charts.length > 0) {
