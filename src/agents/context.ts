@@ -55,6 +55,12 @@ export interface PauseRequest {
 }
 
 /**
+ * The `agentState` key of the event `retry` stores in the journal of each leaf it runs again: what the leaf started
+ * outside the engine before (a remote agent's task) is not followed again after it.
+ */
+export const RETRIED_MARK = 'retried';
+
+/**
  * The engine side of one leaf node activation (LlmAgent, custom agent): its journal, fenced event appends,
  * budget, children, artifacts. Every method that writes is fenced by the node's attempt.
  */

@@ -277,6 +277,51 @@ describe('remote failures and cancels', () => {
   });
 });
 
+describe('retry after cancel or failure', () => {
+  it('a run cancelled while its remote task runs, then retried, sends a new message and completes', async () => {
+    const hold = gate();
+    let messages = 0;
+    const remote = await sdkAgent(() =>
+      ++messages === 1 ? { reply: 'never', hold: hold.promise } : { reply: 'second try' },
+    );
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'patient', agentCard: remote.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      const taskId = await waitFor(() => storedTaskId(engine, invocationId, 'patient'), { what: 'task id' });
+      expect((await engine.cancel(invocationId)).status).toBe('cancelled');
+      await waitFor(() => remote.cancelled.includes(taskId), { what: 'tasks/cancel at the remote' });
+      expect((await engine.retry(invocationId)).status).toBe('running');
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result).toMatchObject({ status: 'completed', output: 'second try' });
+      // A new message (a new id, so a new task), not the cancelled task followed again.
+      expect(remote.messageIds).toHaveLength(2);
+      expect(new Set(remote.messageIds).size).toBe(2);
+      expect(remote.tasks[1]).not.toBe(taskId);
+    } finally {
+      hold.open();
+      await engine.close();
+    }
+  });
+
+  it('a run whose remote task failed, once retried, asks the remote again', async () => {
+    let messages = 0;
+    const remote = await sdkAgent(() =>
+      ++messages === 1 ? { fail: 'busy, try later' } : { reply: 'done now' },
+    );
+    const engine = await clientEngine(new RemoteA2aAgent({ name: 'flaky', agentCard: remote.url }));
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'client', userId: 'u', input: 'go' });
+      expect((await engine.wait(invocationId, { timeoutMs: 30_000 })).status).toBe('failed');
+      await engine.retry(invocationId);
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result).toMatchObject({ status: 'completed', output: 'done now' });
+      expect(remote.messageIds).toHaveLength(2);
+    } finally {
+      await engine.close();
+    }
+  });
+});
+
 describe('a remote that asks for input', () => {
   it("pauses our run with the remote's question and forwards our answer to the remote task", async () => {
     for (const streaming of [true, false]) {

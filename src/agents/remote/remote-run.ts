@@ -12,7 +12,7 @@ import { textOf } from '../../core/content.js';
 import { withDeadline } from '../../core/deadline.js';
 import { AgentloomError, toStoredError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
-import type { LeafOutcome, NodeRuntime } from '../context.js';
+import { RETRIED_MARK, type LeafOutcome, type NodeRuntime } from '../context.js';
 import { userMessage, type A2aConnection } from './a2a-connection.js';
 import {
   answerOf,
@@ -52,7 +52,8 @@ const MAX_POLL_MS = 2_000;
 const MAX_FAILED_READS = 5;
 
 /** Runs (or resumes) one activation of a remote agent. */
-export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise<LeafOutcome> {
+export async function runRemote(agent: RemoteRunAgent, node: NodeRuntime): Promise<LeafOutcome> {
+  const rt = sinceRetry(node, agent.name);
   const markers = rt.journal.flatMap((e) => {
     const marker = markerOf(e, agent.name);
     return marker ? [{ event: e, marker }] : [];
@@ -102,9 +103,47 @@ export async function runRemote(agent: RemoteRunAgent, rt: NodeRuntime): Promise
   return run.end();
 }
 
-/** The id of the node's message: the same on every attempt. */
+/** The id of the node's message: the same on every attempt; after each retry of the run, a new one (`~2`, …). */
 function messageIdOf(rt: NodeRuntime): string {
-  return `${rt.invocationId}:${rt.nodePath}`;
+  const retries = retriesOf(rt);
+  return `${rt.invocationId}:${rt.nodePath}${retries === 0 ? '' : `~${retries + 1}`}`;
+}
+
+const retryCounts = new WeakMap<NodeRuntime, number>();
+
+function retriesOf(rt: NodeRuntime): number {
+  return retryCounts.get(rt) ?? 0;
+}
+
+/**
+ * The node's runtime as this activation sees it: its journal from the latest retry of the run that followed a known
+ * task (a retried run sends the remote a new message, starting a new task, instead of following the one that failed
+ * or that our cancel cancelled), every other member the node's own. A retry that followed a send in doubt (an unsafe
+ * send cut before its task id was stored) cuts nothing: the doubt stands, and is asked again.
+ */
+function sinceRetry(rt: NodeRuntime, agent: string): NodeRuntime {
+  let last = -1;
+  let retries = 0;
+  let knownTask = false;
+  rt.journal.forEach((event, index) => {
+    if (markerOf(event, agent)) knownTask = true;
+    if (event.author === agent && event.actions.agentState?.[RETRIED_MARK] === true && knownTask) {
+      last = index;
+      retries++;
+      knownTask = false;
+    }
+  });
+  if (retries === 0) return rt;
+  const journal = rt.journal.slice(last + 1);
+  const view = new Proxy(rt, {
+    get: (target, key) => {
+      if (key === 'journal') return journal;
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  retryCounts.set(view, retries);
+  return view;
 }
 
 /** The activation's conversation with the remote. */

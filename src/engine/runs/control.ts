@@ -3,11 +3,18 @@ import { isLeafKind, SETTLED, type NodeStatus } from '../../agents/workflow/work
 import { AgentloomError } from '../../core/errors.js';
 import type { Db } from '../../store/db/database.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
-import { invocationNodes, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
+import {
+  invocationNodes,
+  updateNodeTx,
+  wakeNodeTx,
+  type NodeJobRef,
+  type NodeRow,
+} from '../../store/repos/nodes.js';
 import { cancelToolRequestsTx } from '../../store/repos/tool-requests.js';
-import { listEvents } from '../../store/repos/events.js';
+import { appendEventTx, listEvents } from '../../store/repos/events.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
 import type { BaseAgent } from '../../agents/base-agent.js';
+import { RETRIED_MARK } from '../../agents/context.js';
 import type { RegisteredApp } from '../apps/registry.js';
 import type { RunTracing } from '../observe/run-trace.js';
 
@@ -122,6 +129,8 @@ export async function retryTx(tx: Db, invocationId: string, maxLlmCalls?: number
       await updateNodeTx(tx, invocationId, node.path, { status: leaf ? 'waiting' : 'running', error: null });
     } else {
       await updateNodeTx(tx, invocationId, node.path, { error: null });
+      // A mark in the leaf's journal: what it started outside before (a remote task) is not followed again.
+      if (leaf) await markRetriedTx(tx, inv, node);
       const job = await wakeNodeTx(tx, invocationId, node.path, 'pending');
       if (job) jobs.push(job);
     }
@@ -131,4 +140,17 @@ export async function retryTx(tx: Db, invocationId: string, maxLlmCalls?: number
     ...(maxLlmCalls === undefined ? {} : { maxLlmCalls }),
   });
   return jobs;
+}
+
+async function markRetriedTx(tx: Db, inv: InvocationRow, node: NodeRow): Promise<void> {
+  await appendEventTx(tx, {
+    sessionId: inv.sessionId,
+    invocationId: inv.id,
+    nodePath: node.path,
+    ...(node.branch ? { branch: node.branch } : {}),
+    event: {
+      author: node.agent,
+      actions: { stateDelta: {}, artifactDelta: {}, agentState: { [RETRIED_MARK]: true } },
+    },
+  });
 }
