@@ -48,6 +48,8 @@ import {
   type Retention,
 } from './runs/retention.js';
 import { notify } from './observe/observer.js';
+import { forkInvocation, type ForkOptions } from './runs/fork.js';
+import { listForks } from '../store/repos/forks.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
 const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });
@@ -401,6 +403,25 @@ export class Engine {
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
     await this.wake(jobs, inv.definitionHash);
     return this.get(invocationId);
+  }
+
+  /**
+   * Forks a run at the node `options.at`: a new invocation in a new session with the history up to `at` copied
+   * (no model or tool call) and run live from `at` with the state patch, instruction overrides or input applied.
+   */
+  fork(invocationId: string, options: ForkOptions): Promise<{ invocationId: string; sessionId: string }> {
+    return forkInvocation(
+      { store: this.store, apps: this.apps, wake: (jobs, definition) => this.wake(jobs, definition) },
+      invocationId,
+      options,
+    );
+  }
+
+  /** The forks of an invocation, oldest first. */
+  async forks(invocationId: string): Promise<{ id: string; status: string; at: unknown; createdAt: Date }[]> {
+    await requireInvocation(this.store.db, invocationId);
+    const rows = await listForks(this.store.db, invocationId);
+    return rows.map((r) => ({ id: r.id, status: r.status, at: r.fork?.at, createdAt: r.createdAt }));
   }
 
   /** A session with its state and events. */

@@ -106,7 +106,7 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   const system = [
     await renderOne(flow, global),
     agent.options.staticInstruction ?? '',
-    await renderOne(flow, agent.options.instruction),
+    await renderOne(flow, rt.instructionOverride?.(agent.name) ?? agent.options.instruction),
   ]
     .filter((s) => s.length > 0)
     .join('\n\n');

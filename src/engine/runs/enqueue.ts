@@ -214,6 +214,8 @@ async function enqueueInNewSession(
     maxLlmCalls,
     idempotencyKey: null,
     createdBy: input.createdBy ?? null,
+    forkedFrom: null,
+    fork: null,
     createdAt: now,
     updatedAt: now,
     endedAt: null,

@@ -53,6 +53,9 @@ export interface InvocationView {
   /** Hash of the agent tree the invocation was started with: only a worker serving that definition runs it. */
   definitionHash: string;
   pending: PendingCall[];
+  /** The invocation this one was forked from, and how (engine.fork); absent when it was not forked. */
+  forkedFrom?: string;
+  fork?: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -74,6 +77,7 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     pending: requests.map(pendingCallOf),
+    ...(row.forkedFrom ? { forkedFrom: row.forkedFrom, fork: row.fork ?? {} } : {}),
   };
 }
 

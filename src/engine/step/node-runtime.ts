@@ -55,6 +55,8 @@ export interface InvocationInfo {
   app: string;
   sessionId: string;
   userId: string;
+  /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
+  fork?: Record<string, unknown> | null;
 }
 
 /**
@@ -112,6 +114,12 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   state(): Record<string, unknown> {
     return this.currentState;
+  }
+
+  instructionOverride(agentName: string): string | undefined {
+    const overrides = this.invocation.fork?.instruction as Record<string, unknown> | undefined;
+    const text = overrides?.[agentName];
+    return typeof text === 'string' ? text : undefined;
   }
 
   private async fenced<T>(work: (tx: Db) => Promise<T>): Promise<T> {

@@ -120,6 +120,10 @@ export const invocations = pgTable(
     maxLlmCalls: integer('max_llm_calls').notNull(),
     idempotencyKey: text('idempotency_key'),
     createdBy: text('created_by'),
+    /** The invocation this one was forked from (engine.fork); null for a run that was not forked. */
+    forkedFrom: text('forked_from'),
+    /** How it was forked: `{at, state?, instruction?, input?}` (see engine/runs/fork.ts). */
+    fork: jsonb('fork').$type<Json>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
@@ -128,6 +132,10 @@ export const invocations = pgTable(
     uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
     index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
     index('invocations_session_idx').on(t.sessionId),
+    // An original's forks (engine.fork): the run page links to them.
+    index('invocations_forked_from_idx')
+      .on(t.forkedFrom)
+      .where(sql`forked_from is not null`),
     // Retention (store/repos/prune.ts): ended runs, oldest first.
     index('invocations_ended_idx')
       .on(t.endedAt)
