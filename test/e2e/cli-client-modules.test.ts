@@ -30,6 +30,7 @@ const COMMANDS: string[][] = [
   ['retry', 'inv_x'],
   ['auth', 'inv_x', 'call_x', '--token', 't'],
   ['credentials', 'list', '--user', 'u'],
+  ['fork', 'inv_x', '--at', 'root/a'],
 ];
 
 describe('client commands load no server-side module', () => {

@@ -5,97 +5,9 @@
  * PostgreSQL.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import {
-  exitLoop,
-  FunctionTool,
-  LlmAgent,
-  LoopAgent,
-  ParallelAgent,
-  ScriptedModel,
-  SequentialAgent,
-  type Engine,
-  type Event,
-  type ScriptedTurn,
-  type ModelReply,
-} from '../../src/index.js';
+import { ScriptedModel, type Engine, type Event } from '../../src/index.js';
 import { backends, engineOn } from '../support/engines.js';
-
-/** Counts every tool execution by tool name and argument. */
-class Ledger {
-  readonly calls = new Map<string, number>();
-  count(key: string): void {
-    this.calls.set(key, (this.calls.get(key) ?? 0) + 1);
-  }
-  get total(): number {
-    return [...this.calls.values()].reduce((a, b) => a + b, 0);
-  }
-}
-
-function lookupTool(ledger: Ledger): FunctionTool {
-  return new FunctionTool({
-    name: 'lookup',
-    description: 'looks a topic up',
-    parameters: z.object({ q: z.string() }),
-    execute: async ({ q }) => {
-      ledger.count(`lookup:${q}`);
-      return { found: `facts about ${q}` };
-    },
-  });
-}
-
-const hasResponse = (turn: ScriptedTurn): boolean =>
-  turn.contents.at(-1)?.parts.some((p) => p.functionResponse !== undefined) ?? false;
-
-/** The model of every agent: researchers look up once then answer; the critic exits when `approve` is set. */
-function respond(turn: ScriptedTurn): ModelReply {
-  const { agentName, state } = turn;
-  if (agentName === 'drafter')
-    return `draft [${turn.systemInstruction}] after ${String(state.critique ?? 'none')}`;
-  if (agentName === 'critic') {
-    if (state.approve === true) return { functionCalls: [{ name: 'exit_loop', args: {} }] };
-    return `critique of ${String(state.draft)}`;
-  }
-  if (agentName === 'summary')
-    return `summary: ${String(state.web)} | ${String(state.docs)} | ${String(state.news)}`;
-  // researcher, web, docs, news: one lookup, then a note naming the instruction.
-  if (!hasResponse(turn)) return { functionCalls: [{ name: 'lookup', args: { q: agentName } }] };
-  return `${agentName} notes [${turn.systemInstruction}]`;
-}
-
-function apps(model: ScriptedModel, ledger: Ledger) {
-  const lookup = lookupTool(ledger);
-  const llm = (name: string, options: Record<string, unknown> = {}) =>
-    new LlmAgent({ name, model, instruction: `You are ${name}.`, ...options });
-  const writer = new SequentialAgent({
-    name: 'writer',
-    subAgents: [
-      llm('researcher', { tools: [lookup], outputKey: 'notes' }),
-      new LoopAgent({
-        name: 'refine',
-        maxIterations: 3,
-        subAgents: [
-          llm('drafter', { outputKey: 'draft' }),
-          llm('critic', { outputKey: 'critique', tools: [exitLoop] }),
-        ],
-      }),
-    ],
-  });
-  const fan = new SequentialAgent({
-    name: 'fan',
-    subAgents: [
-      new ParallelAgent({
-        name: 'research',
-        subAgents: ['web', 'docs', 'news'].map((n) => llm(n, { tools: [lookup], outputKey: n })),
-      }),
-      llm('summary'),
-    ],
-  });
-  return [
-    { name: 'writer', agent: writer },
-    { name: 'fan', agent: fan },
-  ];
-}
+import { forkApps, Ledger, respond } from '../support/fork-apps.js';
 
 /** What must be equal between an original event and its copy. */
 const shape = (e: Event) => ({
@@ -120,7 +32,7 @@ describe.each(backends)('engine.fork on $name', (backend) => {
   beforeEach(async () => {
     model = new ScriptedModel({ respond });
     ledger = new Ledger();
-    engine = await engineOn(backend, { apps: apps(model, ledger) });
+    engine = await engineOn(backend, { apps: forkApps(model, ledger) });
   });
   afterEach(() => engine.close());
 

@@ -37,6 +37,7 @@ export function invocationJson(view: InvocationView): InvocationJson {
     createdAt: view.createdAt.toISOString(),
     updatedAt: view.updatedAt.toISOString(),
     pending: view.pending,
+    ...(view.forkedFrom ? { forkedFrom: view.forkedFrom, fork: view.fork ?? {} } : {}),
   };
 }
 

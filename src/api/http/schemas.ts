@@ -157,6 +157,34 @@ export const confirmationBodySchema = z.strictObject({
     .optional(),
 });
 
+export const forkBodySchema = z.strictObject({
+  at: text(2048).describe('the node path to run again from, e.g. writer/refine/critic#1'),
+  state: jsonObject.optional().describe('a state patch applied when the fork starts'),
+  instruction: z
+    .record(z.string(), z.string().max(100_000))
+    .optional()
+    .describe("instructions replacing LlmAgents' own, by agent name"),
+  input: z
+    .union([z.string().max(1_000_000), contentSchema])
+    .superRefine((v, ctx) => storableJson(v, ctx))
+    .optional()
+    .describe('a new user message replacing the original one'),
+  definition: z
+    .enum(['recorded', 'current'])
+    .optional()
+    .describe("'current' forks a run whose app changed since onto the current definition"),
+});
+
+export type ForkBody = z.infer<typeof forkBodySchema>;
+
+export const forkResultSchema = z.object({ invocationId: z.string(), sessionId: z.string() });
+
+export const forkListSchema = z.object({
+  forks: z.array(
+    z.object({ id: z.string(), status: z.string(), at: z.string().nullable(), createdAt: z.string() }),
+  ),
+});
+
 export const retryBodySchema = z
   .strictObject({ maxLlmCalls: z.number().int().min(1).max(1_000_000).optional() })
   .nullish();
@@ -222,6 +250,11 @@ const invocationFields = {
   definitionHash: z.string(),
   createdAt: z.string().describe('ISO 8601'),
   updatedAt: z.string().describe('ISO 8601'),
+  forkedFrom: z.string().optional().describe('the invocation this one was forked from'),
+  fork: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe('how it was forked: {at, state?, instruction?, input?}'),
 };
 
 export const invocationSummarySchema = z.object(invocationFields).meta({ id: 'InvocationSummary' });

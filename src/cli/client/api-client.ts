@@ -8,6 +8,8 @@ import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
   enqueueResultSchema,
   errorSchema,
+  forkResultSchema,
+  type ForkBody,
   eventListSchema,
   invocationSchema,
   nodeListSchema,
@@ -270,6 +272,14 @@ export class ApiClient {
   /** `POST /v1/invocations/:id/retry` (failed or cancelled runs only: else CONFLICT). */
   retry(id: string): Promise<InvocationJson> {
     return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+  }
+
+  /** `POST /v1/invocations/:id/fork`: a new run with the history up to `body.at` copied, live from there. */
+  fork(id: string, body: ForkBody): Promise<{ invocationId: string; sessionId: string }> {
+    return this.json(forkResultSchema, `/v1/invocations/${encodeURIComponent(id)}/fork`, {
+      method: 'POST',
+      body,
+    });
   }
 
   /**
