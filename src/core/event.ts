@@ -26,6 +26,11 @@ export const eventActionsSchema = z.object({
   endOfAgent: z.boolean().optional(),
   endInvocation: z.boolean().optional(),
   requestedToolConfirmations: z.record(z.string(), toolConfirmationSchema).optional(),
+  /**
+   * On a model event: digests of the request (rendered system instruction, tool declarations) the response
+   * answered; replay compares them (agents/llm/request-digest.ts).
+   */
+  modelRequest: z.object({ instruction: z.string(), tools: z.string() }).optional(),
 });
 export type EventActions = z.infer<typeof eventActionsSchema>;
 export type EventActionsInput = z.input<typeof eventActionsSchema>;

@@ -49,6 +49,7 @@ import {
 } from './runs/retention.js';
 import { notify } from './observe/observer.js';
 import { forkInvocation, type ForkOptions } from './runs/fork.js';
+import { replayInvocation, type ReplayOptions, type ReplayResult } from './runs/replay.js';
 import { listForks } from '../store/repos/forks.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
@@ -412,6 +413,23 @@ export class Engine {
   fork(invocationId: string, options: ForkOptions): Promise<{ invocationId: string; sessionId: string }> {
     return forkInvocation(
       { store: this.store, apps: this.apps, wake: (jobs, definition) => this.wake(jobs, definition) },
+      invocationId,
+      options,
+    );
+  }
+
+  /**
+   * Replays a recorded run on the current code with every model and tool answer taken from the recording (no call
+   * leaves the process); resolves with the first divergence (node path, both sides), if any.
+   */
+  replay(invocationId: string, options: ReplayOptions = {}): Promise<ReplayResult> {
+    return replayInvocation(
+      {
+        store: this.store,
+        apps: this.apps,
+        wake: (jobs, definition) => this.wake(jobs, definition),
+        wait: (id, timeoutMs) => this.wait(id, { timeoutMs }),
+      },
       invocationId,
       options,
     );

@@ -31,6 +31,7 @@ const COMMANDS: string[][] = [
   ['auth', 'inv_x', 'call_x', '--token', 't'],
   ['credentials', 'list', '--user', 'u'],
   ['fork', 'inv_x', '--at', 'root/a'],
+  ['replay', 'inv_x'],
 ];
 
 describe('client commands load no server-side module', () => {

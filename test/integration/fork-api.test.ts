@@ -112,4 +112,19 @@ describe('fork over the API and the CLI', () => {
     expect(usage.code, show(usage)).toBe(2);
     expect(usage.stderr).toContain('--instruction takes AGENT=TEXT');
   });
+
+  it('agentloom replay ID and replay --app A --last N: recorded answers only, forks and replays left out', async () => {
+    const ids = [await original(), await original()];
+    const [calls, tools] = [model.calls, ledger.total];
+    const one = await runCli(['replay', ids[0]!, '--url', base]);
+    expect(one.code, show(one)).toBe(0);
+    expect(one.stdout).toContain(`${ids[0]}: same`);
+    const many = await runCli(['replay', '--app', 'writer', '--last', '2', '--url', base]);
+    expect(many.code, show(many)).toBe(0);
+    expect(many.stdout).toContain(`${ids[1]}: same`);
+    expect(many.stdout).toContain('2 of 2 replayed the same');
+    expect([model.calls, ledger.total]).toEqual([calls, tools]);
+    const usage = await runCli(['replay', '--url', base]);
+    expect(usage.code, show(usage)).toBe(2);
+  });
 });

@@ -21,6 +21,7 @@ import { renderInstruction } from './instructions.js';
 import { Journal } from './journal.js';
 import type { Instruction, LlmFlowAgent } from './llm-agent-options.js';
 import { recordingState } from './state-accessor.js';
+import { requestDigest } from './request-digest.js';
 import { isControlFlow, resolveCall, type CallResult } from './tool-call.js';
 
 /** Name of the built-in transfer tool. */
@@ -232,7 +233,7 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
     author: agent.name,
     content,
     ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
-    actions: { artifactDelta: {}, stateDelta: delta },
+    actions: { artifactDelta: {}, stateDelta: delta, modelRequest: requestDigest(request) },
   });
   await rt.fault('after-model-event');
   if (outputError) throw outputError;

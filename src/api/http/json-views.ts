@@ -58,6 +58,7 @@ export function invocationSummaryJson(row: InvocationRow): InvocationSummaryJson
     definitionHash: row.definitionHash,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+    ...(row.forkedFrom ? { forkedFrom: row.forkedFrom, fork: row.fork ?? {} } : {}),
   };
 }
 

@@ -177,6 +177,25 @@ export const forkBodySchema = z.strictObject({
 
 export type ForkBody = z.infer<typeof forkBodySchema>;
 
+export const replayBodySchema = z
+  .strictObject({
+    definition: z
+      .enum(['current', 'recorded'])
+      .optional()
+      .describe("'recorded': refuse when the app's definition changed since the run"),
+  })
+  .nullish();
+
+export const replayResultSchema = z.object({
+  replayId: z.string().describe('the replay run (a fork of the original at its root, on recorded answers)'),
+  diverged: z.boolean(),
+  nodePath: z.string().optional(),
+  expected: z.unknown().optional(),
+  actual: z.unknown().optional(),
+  message: z.string().optional(),
+});
+export type ReplayJson = z.infer<typeof replayResultSchema>;
+
 export const forkResultSchema = z.object({ invocationId: z.string(), sessionId: z.string() });
 
 export const forkListSchema = z.object({

@@ -1,7 +1,14 @@
 /** Fork, replay and diff routes (issue 36): fork a run at a node, list an invocation's forks. */
 import { actorOf, visibleInvocation } from '../http/access.js';
 import { errorResponses, type ApiApp, type RouteContext } from '../http/context.js';
-import { forkBodySchema, forkListSchema, forkResultSchema, idParamsSchema } from '../http/schemas.js';
+import {
+  forkBodySchema,
+  forkListSchema,
+  forkResultSchema,
+  idParamsSchema,
+  replayBodySchema,
+  replayResultSchema,
+} from '../http/schemas.js';
 
 const TAG = ['forks'];
 
@@ -42,6 +49,22 @@ export function forkRoutes(app: ApiApp, ctx: RouteContext): void {
           createdAt: f.createdAt.toISOString(),
         })),
       };
+    },
+  });
+
+  app.post('/v1/invocations/:id/replay', {
+    schema: {
+      tags: TAG,
+      summary:
+        'Replay a recorded run on the current code with its recorded model and tool answers; the first divergence',
+      params: idParamsSchema,
+      body: replayBodySchema,
+      response: { 200: replayResultSchema, ...errorResponses(400, 401, 404, 409, 413, 415) },
+    },
+    handler: async (request) => {
+      const view = await visibleInvocation(engine, request, request.params.id);
+      const definition = request.body?.definition;
+      return engine.replay(view.id, definition ? { definition } : {});
     },
   });
 }

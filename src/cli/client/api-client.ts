@@ -9,7 +9,10 @@ import {
   enqueueResultSchema,
   errorSchema,
   forkResultSchema,
+  invocationPageSchema,
+  replayResultSchema,
   type ForkBody,
+  type ReplayJson,
   eventListSchema,
   invocationSchema,
   nodeListSchema,
@@ -279,6 +282,22 @@ export class ApiClient {
     return this.json(forkResultSchema, `/v1/invocations/${encodeURIComponent(id)}/fork`, {
       method: 'POST',
       body,
+    });
+  }
+
+  /** `GET /v1/invocations`: one page of an app's runs, newest first. */
+  list(filter: { app?: string; status?: string; limit?: number; cursor?: string }) {
+    const query = queryOf({
+      ...filter,
+      limit: filter.limit === undefined ? undefined : String(filter.limit),
+    });
+    return this.json(invocationPageSchema, `/v1/invocations?${query}`);
+  }
+
+  /** `POST /v1/invocations/:id/replay`: replays a recorded run on its recorded answers; the first divergence. */
+  replay(id: string): Promise<ReplayJson> {
+    return this.json(replayResultSchema, `/v1/invocations/${encodeURIComponent(id)}/replay`, {
+      method: 'POST',
     });
   }
 

@@ -6,7 +6,8 @@
 import type { Command } from 'commander';
 import { EXIT, UsageError } from '../terminal/cli-errors.js';
 import { clientOf, exitWith, withClientFlags } from './client-commands.js';
-import type { ClientFlags } from './api-client.js';
+import type { ApiClient, ClientFlags } from './api-client.js';
+import type { ReplayJson } from '../../api/http/schemas.js';
 import { cliLine } from './pending.js';
 
 interface ForkFlags extends ClientFlags {
@@ -45,6 +46,31 @@ function stateOf(text: string | undefined): Record<string, unknown> | undefined 
     throw new UsageError(`--state must be a JSON object, e.g. --state '{"approve": true}'; got ${text}`);
   }
   return parsed as Record<string, unknown>;
+}
+
+/** Prints a replay's result; 0 when it did not diverge, 1 when it did. */
+function printReplay(id: string, result: ReplayJson): number {
+  if (!result.diverged) {
+    console.log(`${id}: same (replay ${result.replayId})`);
+    return EXIT.ok;
+  }
+  console.log(`${id}: diverged at ${result.nodePath ?? '?'} (replay ${result.replayId})`);
+  console.log(`  ${result.message ?? ''}`);
+  console.log(`  expected: ${JSON.stringify(result.expected)}`);
+  console.log(`  actual:   ${JSON.stringify(result.actual)}`);
+  return EXIT.failed;
+}
+
+/** The ids of an app's latest `last` completed runs that are not themselves forks or replays. */
+async function latestRuns(client: ApiClient, app: string, last: number): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.list({ app, status: 'completed', limit: 200, ...(cursor ? { cursor } : {}) });
+    for (const inv of page.invocations) if (!inv.forkedFrom && ids.length < last) ids.push(inv.id);
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor && ids.length < last);
+  return ids;
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -86,6 +112,35 @@ export function registerForkCommands(program: Command): void {
           `forked ${id} at ${o.at} (session ${result.sessionId}) — follow it: ${cliLine(['events', result.invocationId, '--follow'], { url: client.config.url })}`,
         );
         return EXIT.ok;
+      }),
+    );
+
+  withClientFlags(program.command('replay'))
+    .description(
+      'replay recorded runs on the current code with their recorded model and tool answers (no call is made); print the first divergence of each',
+    )
+    .argument('[id]', 'the invocation to replay')
+    .option('--app <app>', "replay the app's latest completed runs")
+    .option('--last <n>', 'how many of them (with --app)', '20')
+    .action(
+      exitWith(async (id: string | undefined, o: ClientFlags & { app?: string; last: string }) => {
+        if ((id === undefined) === (o.app === undefined)) {
+          throw new UsageError('replay takes an invocation id, or --app APP [--last N]; not both');
+        }
+        const last = Number(o.last);
+        if (!Number.isInteger(last) || last < 1) {
+          throw new UsageError(`--last takes a whole number ≥ 1; got ${JSON.stringify(o.last)}`);
+        }
+        const client = clientOf(o);
+        const ids = id !== undefined ? [id] : await latestRuns(client, o.app as string, last);
+        if (ids.length === 0) {
+          console.error(`agentloom: app ${o.app ?? ''} has no completed runs to replay`);
+          return EXIT.failed;
+        }
+        let diverged = 0;
+        for (const each of ids) if (printReplay(each, await client.replay(each)) !== EXIT.ok) diverged++;
+        if (ids.length > 1) console.log(`${ids.length - diverged} of ${ids.length} replayed the same`);
+        return diverged > 0 ? EXIT.failed : EXIT.ok;
       }),
     );
 }

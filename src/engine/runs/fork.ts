@@ -98,6 +98,8 @@ export async function forkInvocation(
   ctx: ForkContext,
   invocationId: string,
   options: ForkOptions,
+  /** Recorded with the fork's origin besides the options (replay.ts: which run it replays). */
+  extra: Record<string, unknown> = {},
 ): Promise<{ invocationId: string; sessionId: string }> {
   const inv = await getInvocation(ctx.store.db, invocationId);
   if (!inv) {
@@ -134,6 +136,7 @@ export async function forkInvocation(
     ...(options.state ? { state: options.state } : {}),
     ...(options.instruction ? { instruction: options.instruction } : {}),
     ...(input ? { input } : {}),
+    ...extra,
   };
   const result = await ctx.store.transaction(async (tx) => {
     const session = await createSessionTx(tx, { app: inv.app, userId: inv.userId });
