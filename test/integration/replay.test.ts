@@ -7,15 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { pino } from 'pino';
-import type {
-  LlmAgent} from '../../src/index.js';
-import {
-  createEngine,
-  FunctionTool,
-  ScriptedModel,
-  type BaseAgent,
-  type Engine,
-} from '../../src/index.js';
+import type { LlmAgent } from '../../src/index.js';
+import { createEngine, FunctionTool, ScriptedModel, type BaseAgent, type Engine } from '../../src/index.js';
 import { buildWriterPipeline, EXAMPLE_INPUT, scriptedReply } from '../../src/cli/dev/demo-app.js';
 import { backends } from '../support/engines.js';
 
