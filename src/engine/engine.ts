@@ -49,6 +49,7 @@ import {
 } from './runs/retention.js';
 import { notify } from './observe/observer.js';
 import { forkInvocation, type ForkOptions } from './runs/fork.js';
+import { diffRuns, type RunDiff } from './runs/diff.js';
 import { replayInvocation, type ReplayOptions, type ReplayResult } from './runs/replay.js';
 import { listForks } from '../store/repos/forks.js';
 
@@ -433,6 +434,11 @@ export class Engine {
       invocationId,
       options,
     );
+  }
+
+  /** Two runs compared node by node, aligned by node path, with the first divergence. */
+  async diff(a: string, b: string): Promise<RunDiff> {
+    return diffRuns(this.store.db, a, b);
   }
 
   /** The forks of an invocation, oldest first. */

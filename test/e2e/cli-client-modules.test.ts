@@ -32,6 +32,7 @@ const COMMANDS: string[][] = [
   ['credentials', 'list', '--user', 'u'],
   ['fork', 'inv_x', '--at', 'root/a'],
   ['replay', 'inv_x'],
+  ['diff', 'inv_x', 'inv_y'],
 ];
 
 describe('client commands load no server-side module', () => {

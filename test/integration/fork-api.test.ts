@@ -127,4 +127,33 @@ describe('fork over the API and the CLI', () => {
     const usage = await runCli(['replay', '--url', base]);
     expect(usage.code, show(usage)).toBe(2);
   });
+
+  it('GET /v1/diff and agentloom diff A B: aligned by node path, the first divergence marked', async () => {
+    const id = await original();
+    const created = await post(`/v1/invocations/${id}/fork`, {
+      at: 'writer/refine/drafter#1',
+      state: { approve: true },
+    });
+    const forkId = created.body.invocationId as string;
+    await engine.wait(forkId, { timeoutMs: 30_000 });
+    const response = await fetch(`${base}/v1/diff?a=${id}&b=${forkId}`);
+    expect(response.status).toBe(200);
+    const diff = (await response.json()) as {
+      firstDivergence: string | null;
+      nodes: { path: string; same: boolean; a: unknown; b: unknown }[];
+    };
+    const row = (path: string) => diff.nodes.find((n) => n.path === path);
+    expect(row('writer/researcher')?.same).toBe(true);
+    expect(row('writer/refine/critic#0')?.same).toBe(true);
+    // critic#1 called exit_loop in the fork; iteration 2 ran only in the original.
+    expect(diff.firstDivergence).toBe('writer/refine/critic#1');
+    expect(row('writer/refine/drafter#2')).toMatchObject({ same: false, b: null });
+    const cli = await runCli(['diff', id, forkId, '--url', base]);
+    expect(cli.code, show(cli)).toBe(1);
+    expect(cli.stdout).toMatch(/>>writer\/refine\/critic#1 /);
+    expect(cli.stdout).toContain('first divergence: writer/refine/critic#1');
+    const same = await runCli(['diff', id, id, '--url', base]);
+    expect(same.code, show(same)).toBe(0);
+    expect(same.stdout).toContain('no divergence');
+  });
 });

@@ -194,6 +194,28 @@ export const replayResultSchema = z.object({
   actual: z.unknown().optional(),
   message: z.string().optional(),
 });
+const nodeSideSchema = z
+  .object({
+    status: z.string(),
+    output: z.string().nullable(),
+    toolCalls: z.array(z.object({ name: z.string(), args: z.record(z.string(), z.unknown()) })),
+    modelCalls: z.number().int(),
+    durationMs: z.number(),
+  })
+  .nullable();
+
+const runEndSchema = z.object({ id: z.string(), status: z.string(), output: z.string().nullable() });
+
+export const diffQuerySchema = z.strictObject({ a: text(256), b: text(256) });
+
+export const diffSchema = z.object({
+  a: runEndSchema,
+  b: runEndSchema,
+  nodes: z.array(z.object({ path: z.string(), a: nodeSideSchema, b: nodeSideSchema, same: z.boolean() })),
+  firstDivergence: z.string().nullable(),
+});
+export type DiffJson = z.infer<typeof diffSchema>;
+
 export type ReplayJson = z.infer<typeof replayResultSchema>;
 
 export const forkResultSchema = z.object({ invocationId: z.string(), sessionId: z.string() });

@@ -5,6 +5,8 @@ import {
   forkBodySchema,
   forkListSchema,
   forkResultSchema,
+  diffQuerySchema,
+  diffSchema,
   idParamsSchema,
   replayBodySchema,
   replayResultSchema,
@@ -65,6 +67,23 @@ export function forkRoutes(app: ApiApp, ctx: RouteContext): void {
       const view = await visibleInvocation(engine, request, request.params.id);
       const definition = request.body?.definition;
       return engine.replay(view.id, definition ? { definition } : {});
+    },
+  });
+
+  app.get('/v1/diff', {
+    schema: {
+      tags: TAG,
+      summary:
+        'Two runs compared node by node (status, output, tool calls, model calls, time), aligned by path',
+      querystring: diffQuerySchema,
+      response: { 200: diffSchema, ...errorResponses(400, 401, 404) },
+    },
+    handler: async (request) => {
+      const [a, b] = await Promise.all([
+        visibleInvocation(engine, request, request.query.a),
+        visibleInvocation(engine, request, request.query.b),
+      ]);
+      return engine.diff(a.id, b.id);
     },
   });
 }

@@ -8,6 +8,7 @@ import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
   enqueueResultSchema,
   errorSchema,
+  diffSchema,
   forkResultSchema,
   invocationPageSchema,
   replayResultSchema,
@@ -283,6 +284,11 @@ export class ApiClient {
       method: 'POST',
       body,
     });
+  }
+
+  /** `GET /v1/diff?a&b`: two runs compared node by node. */
+  diff(a: string, b: string) {
+    return this.json(diffSchema, `/v1/diff?${queryOf({ a, b })}`);
   }
 
   /** `GET /v1/invocations`: one page of an app's runs, newest first. */

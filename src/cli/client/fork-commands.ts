@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { EXIT, UsageError } from '../terminal/cli-errors.js';
 import { clientOf, exitWith, withClientFlags } from './client-commands.js';
 import type { ApiClient, ClientFlags } from './api-client.js';
-import type { ReplayJson } from '../../api/http/schemas.js';
+import type { DiffJson, ReplayJson } from '../../api/http/schemas.js';
 import { cliLine } from './pending.js';
 
 interface ForkFlags extends ClientFlags {
@@ -71,6 +71,37 @@ async function latestRuns(client: ApiClient, app: string, last: number): Promise
     cursor = page.nextCursor ?? undefined;
   } while (cursor && ids.length < last);
   return ids;
+}
+
+type Side = DiffJson['nodes'][number]['a'];
+
+const cell = (side: Side): string =>
+  side
+    ? `${side.status} · ${side.modelCalls} model · ${side.toolCalls.map((c) => c.name).join(',') || 'no tools'} · ${Math.round(side.durationMs)} ms`
+    : '—';
+
+/** Prints a diff as aligned rows, the first divergence marked `>>`, then both sides of it. */
+function printDiff(diff: DiffJson): void {
+  const width = Math.max(4, ...diff.nodes.map((n) => n.path.length));
+  console.log(`${'  node'.padEnd(width + 2)}  A ${diff.a.id}  |  B ${diff.b.id}`);
+  for (const row of diff.nodes) {
+    const mark = row.path === diff.firstDivergence ? '>>' : row.same ? '  ' : ' ~';
+    console.log(`${mark}${row.path.padEnd(width)}  ${cell(row.a)}  |  ${cell(row.b)}`);
+  }
+  const first = diff.nodes.find((n) => n.path === diff.firstDivergence);
+  if (!first) {
+    console.log('no divergence');
+    return;
+  }
+  console.log(`first divergence: ${first.path}`);
+  for (const [name, side] of [
+    ['A', first.a],
+    ['B', first.b],
+  ] as const) {
+    console.log(
+      `  ${name}: ${side ? `${side.status}, output ${JSON.stringify(side.output)}, tool calls ${JSON.stringify(side.toolCalls)}` : 'did not run'}`,
+    );
+  }
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
@@ -141,6 +172,20 @@ export function registerForkCommands(program: Command): void {
         for (const each of ids) if (printReplay(each, await client.replay(each)) !== EXIT.ok) diverged++;
         if (ids.length > 1) console.log(`${ids.length - diverged} of ${ids.length} replayed the same`);
         return diverged > 0 ? EXIT.failed : EXIT.ok;
+      }),
+    );
+
+  withClientFlags(program.command('diff'))
+    .description(
+      'compare two runs node by node (status, output, tool calls, model calls, time), aligned by node path; the first divergence is marked >>',
+    )
+    .argument('<a>', 'an invocation id')
+    .argument('<b>', 'another invocation id (e.g. a fork or replay of A)')
+    .action(
+      exitWith(async (a: string, b: string, o: ClientFlags) => {
+        const diff = await clientOf(o).diff(a, b);
+        printDiff(diff);
+        return diff.firstDivergence === null ? EXIT.ok : EXIT.failed;
       }),
     );
 }
