@@ -127,4 +127,39 @@ describe.each(backends)('engine.fork on $name', (backend) => {
     ).rejects.toMatchObject({ code: 'VALIDATION', details: { field: 'instruction.ghost' } });
     expect(model.calls).toBe(8);
   });
+
+  it('refuses a fork of a run whose app changed since unless asked (definition: current)', async () => {
+    const database = await backend.target();
+    const first = await engineOn(
+      { ...backend, target: async () => database },
+      { apps: forkApps(model, ledger) },
+    );
+    let original: string;
+    try {
+      ({ invocationId: original } = await first.enqueue({ app: 'writer', userId: 'u1', input: 'tea' }));
+      expect((await first.wait(original, { timeoutMs: 30_000 })).status).toBe('completed');
+    } finally {
+      await first.close();
+    }
+    // The loop allows 4 iterations now: another definition hash.
+    const changed = await engineOn(
+      { ...backend, target: async () => database },
+      { apps: forkApps(model, ledger, 4) },
+    );
+    try {
+      const at = 'writer/refine/drafter#1';
+      await expect(changed.fork(original, { at })).rejects.toMatchObject({
+        code: 'DEFINITION_MISMATCH',
+        details: { field: 'definition' },
+        message: expect.stringContaining("definition: 'current'"),
+      });
+      const fork = await changed.fork(original, { at, definition: 'current', state: { approve: true } });
+      expect(await changed.wait(fork.invocationId, { timeoutMs: 30_000 })).toMatchObject({
+        status: 'completed',
+        forkedFrom: original,
+      });
+    } finally {
+      await changed.close();
+    }
+  });
 });

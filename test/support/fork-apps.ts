@@ -54,7 +54,7 @@ export function respond(turn: ScriptedTurn): ModelReply {
   return `${agentName} notes [${turn.systemInstruction}]`;
 }
 
-export function forkApps(model: ScriptedModel, ledger: Ledger) {
+export function forkApps(model: ScriptedModel, ledger: Ledger, maxIterations = 3) {
   const lookup = lookupTool(ledger);
   const llm = (name: string, options: Record<string, unknown> = {}) =>
     new LlmAgent({ name, model, instruction: `You are ${name}.`, ...options });
@@ -64,7 +64,7 @@ export function forkApps(model: ScriptedModel, ledger: Ledger) {
       llm('researcher', { tools: [lookup], outputKey: 'notes' }),
       new LoopAgent({
         name: 'refine',
-        maxIterations: 3,
+        maxIterations,
         subAgents: [
           llm('drafter', { outputKey: 'draft' }),
           llm('critic', { outputKey: 'critique', tools: [exitLoop] }),
