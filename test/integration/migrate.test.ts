@@ -62,6 +62,8 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0003_hot_updates',
         '0004_tool_requests_pending',
         '0005_credentials',
+        '0006_invocations_ended_idx',
+        '0007_invocations_fork',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
