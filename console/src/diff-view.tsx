@@ -15,7 +15,8 @@ function SideCell({ side }: { side: Side }) {
     <td>
       <span class={`status status-${side.status}`}>{side.status}</span>{' '}
       <small>
-        {side.modelCalls} model · {Math.round(side.durationMs)} ms
+        {side.modelCalls} model{side.tokens === null ? '' : ` · ${side.tokens} tokens`} ·{' '}
+        {Math.round(side.durationMs)} ms
       </small>
       {side.toolCalls.length > 0 && (
         <div class="calls">

@@ -148,10 +148,13 @@ describe('fork over the API and the CLI', () => {
     // critic#1 called exit_loop in the fork; iteration 2 ran only in the original.
     expect(diff.firstDivergence).toBe('writer/refine/critic#1');
     expect(row('writer/refine/drafter#2')).toMatchObject({ same: false, b: null });
+    // researcher: two model calls of 10 tokens each, on both sides (the fork's are the copied ones).
+    expect(row('writer/researcher')).toMatchObject({ a: { tokens: 20, modelCalls: 2 }, b: { tokens: 20 } });
     const cli = await runCli(['diff', id, forkId, '--url', base]);
     expect(cli.code, show(cli)).toBe(1);
     expect(cli.stdout).toMatch(/>>writer\/refine\/critic#1 /);
     expect(cli.stdout).toContain('first divergence: writer/refine/critic#1');
+    expect(cli.stdout).toContain('2 model (20 tokens)');
     const same = await runCli(['diff', id, id, '--url', base]);
     expect(same.code, show(same)).toBe(0);
     expect(same.stdout).toContain('no divergence');

@@ -55,6 +55,15 @@ export function respond(turn: ScriptedTurn): ModelReply {
 }
 
 export function forkApps(model: ScriptedModel, ledger: Ledger, maxIterations = 3) {
+  // Reports 10 tokens a call, as a provider would (the diff sums them per node); counting stays on `model`.
+  const counted = model;
+  model = {
+    name: counted.name,
+    generate: async (request, options) => ({
+      ...(await counted.generate(request, options)),
+      usage: { promptTokens: 7, outputTokens: 3, totalTokens: 10 },
+    }),
+  } as ScriptedModel;
   const lookup = lookupTool(ledger);
   const llm = (name: string, options: Record<string, unknown> = {}) =>
     new LlmAgent({ name, model, instruction: `You are ${name}.`, ...options });

@@ -233,7 +233,12 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
     author: agent.name,
     content,
     ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
-    actions: { artifactDelta: {}, stateDelta: delta, modelRequest: requestDigest(request) },
+    actions: {
+      artifactDelta: {},
+      stateDelta: delta,
+      modelRequest: requestDigest(request),
+      ...(response.usage ? { usage: response.usage } : {}),
+    },
   });
   await rt.fault('after-model-event');
   if (outputError) throw outputError;

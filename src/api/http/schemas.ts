@@ -200,6 +200,7 @@ const nodeSideSchema = z
     output: z.string().nullable(),
     toolCalls: z.array(z.object({ name: z.string(), args: z.record(z.string(), z.unknown()) })),
     modelCalls: z.number().int(),
+    tokens: z.number().nullable(),
     durationMs: z.number(),
   })
   .nullable();

@@ -77,7 +77,7 @@ type Side = DiffJson['nodes'][number]['a'];
 
 const cell = (side: Side): string =>
   side
-    ? `${side.status} · ${side.modelCalls} model · ${side.toolCalls.map((c) => c.name).join(',') || 'no tools'} · ${Math.round(side.durationMs)} ms`
+    ? `${side.status} · ${side.modelCalls} model${side.tokens === null ? '' : ` (${side.tokens} tokens)`} · ${side.toolCalls.map((c) => c.name).join(',') || 'no tools'} · ${Math.round(side.durationMs)} ms`
     : '—';
 
 /** Prints a diff as aligned rows, the first divergence marked `>>`, then both sides of it. */

@@ -17,6 +17,8 @@ export interface NodeSide {
   output: string | null;
   toolCalls: { name: string; args: Record<string, unknown> }[];
   modelCalls: number;
+  /** Tokens its model calls reported (total, else prompt + output); null when none reported any. */
+  tokens: number | null;
   durationMs: number;
 }
 
@@ -37,6 +39,15 @@ export interface RunDiff {
   firstDivergence: string | null;
 }
 
+function tokensOf(modelEvents: readonly Event[]): number | null {
+  const counts = modelEvents.flatMap((e) => {
+    const u = e.actions.usage;
+    if (!u) return [];
+    return [u.totalTokens ?? (u.promptTokens ?? 0) + (u.outputTokens ?? 0)];
+  });
+  return counts.length === 0 ? null : counts.reduce((a, b) => a + b, 0);
+}
+
 function sideOf(node: NodeRow, events: readonly Event[]): NodeSide {
   const own = events.filter((e) => e.nodePath === node.path);
   const modelEvents = own.filter((e) => e.content?.role === 'model' && e.author === node.agent);
@@ -47,6 +58,7 @@ function sideOf(node: NodeRow, events: readonly Event[]): NodeSide {
       functionCallsOf(e.content).map((c) => ({ name: c.name, args: c.args ?? {} })),
     ),
     modelCalls: modelEvents.length,
+    tokens: tokensOf(modelEvents),
     durationMs: Math.max(0, node.updatedAt.getTime() - node.createdAt.getTime()),
   };
 }
