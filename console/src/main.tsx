@@ -10,6 +10,7 @@ import { ErrorNote } from './error-note';
 import { useHashRoute, usePoll } from './hooks';
 import { InboxView } from './inbox-view';
 import { RunView } from './run-view';
+import { DiffView } from './diff-view';
 import { RunsView } from './runs-view';
 import type { AppList, Inbox } from './types';
 
@@ -93,9 +94,11 @@ function Console({ access, onSignOut }: { access: 'open' | 'keyed'; onSignOut():
       ? `${inbox.data.calls.length}${inbox.data.more ? '+' : ''}`
       : '';
   const runMatch = /^\/runs\/(.+)$/.exec(route);
-  const page = runMatch ? 'run' : route === '/inbox' ? 'inbox' : 'runs';
+  const diffMatch = /^\/diff\/([^/]+)\/([^/]+)$/.exec(route);
+  const page = runMatch ? 'run' : diffMatch ? 'diff' : route === '/inbox' ? 'inbox' : 'runs';
   useEffect(() => {
-    document.title = `${page === 'run' ? 'Run' : page === 'inbox' ? 'Inbox' : 'Runs'} · agentloom`;
+    const title = { run: 'Run', diff: 'Diff', inbox: 'Inbox', runs: 'Runs' }[page];
+    document.title = `${title} · agentloom`;
   }, [page]);
   const keyRefused = apps.error instanceof ApiError && apps.error.status === 401;
   useEffect(() => {
@@ -129,6 +132,8 @@ function Console({ access, onSignOut }: { access: 'open' | 'keyed'; onSignOut():
         <ErrorNote error={apps.error} />
         {page === 'run' && runMatch?.[1] ? (
           <RunView id={runMatch[1]} apps={apps.data?.apps} />
+        ) : page === 'diff' && diffMatch?.[1] && diffMatch[2] ? (
+          <DiffView a={diffMatch[1]} b={diffMatch[2]} />
         ) : page === 'inbox' ? (
           <InboxView onChange={() => void inbox.refresh()} />
         ) : (

@@ -43,9 +43,11 @@ interface TreeProps {
   def: AgentDef | undefined;
   byParent: Map<string, RunNode[]>;
   now: number;
+  /** Offers "Fork from here" on each node (an ended run). */
+  onFork?: ((path: string) => void) | undefined;
 }
 
-function NodeItem({ node, def, byParent, now }: TreeProps) {
+function NodeItem({ node, def, byParent, now, onFork }: TreeProps) {
   const children = byParent.get(node.path) ?? [];
   const started = new Set(children.map((c) => segment(c.path).name));
   const notStarted = node.kind === 'loop' ? [] : (def?.children ?? []).filter((c) => !started.has(c.name));
@@ -60,6 +62,16 @@ function NodeItem({ node, def, byParent, now }: TreeProps) {
         {note && <span class="progress">{note}</span>}
         {node.attempt > 1 && <span class="attempt">attempt {node.attempt}</span>}
         {node.escalated && <span class="flag">escalated</span>}
+        {onFork && (
+          <button
+            type="button"
+            class="fork-here"
+            aria-label={`Fork from ${node.path}`}
+            onClick={() => onFork(node.path)}
+          >
+            Fork from here
+          </button>
+        )}
         {node.lease && node.status === 'running' && (
           <span class="lease" title={`lease until ${when(node.lease.expiresAt)}`}>
             on {node.lease.owner}
@@ -93,6 +105,7 @@ function NodeItem({ node, def, byParent, now }: TreeProps) {
                 def={def?.children.find((c) => c.name === name)}
                 byParent={byParent}
                 now={now}
+                onFork={onFork}
               />,
             ];
           })}
@@ -124,10 +137,12 @@ export function NodeTree({
   nodes,
   root,
   now,
+  onFork,
 }: {
   nodes: RunNode[];
   root: AgentDef | undefined;
   now: number;
+  onFork?: ((path: string) => void) | undefined;
 }) {
   const byParent = new Map<string, RunNode[]>();
   const defs = new Map<string, AgentDef | undefined>();
@@ -157,7 +172,7 @@ export function NodeTree({
   }
   return (
     <ul class="tree" aria-label="Node tree">
-      <NodeItem node={rootNode} def={defOf(rootNode)} byParent={byParent} now={now} />
+      <NodeItem node={rootNode} def={defOf(rootNode)} byParent={byParent} now={now} onFork={onFork} />
     </ul>
   );
 }

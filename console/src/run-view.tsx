@@ -9,6 +9,7 @@ import { ErrorNote } from './error-note';
 import { ago, kindLabel, pretty, when } from './format';
 import { usePoll, useTick } from './hooks';
 import { NodeTree } from './node-tree';
+import { ForkForm } from './fork-form';
 import { Outcomes, useOutcomes } from './outcomes';
 import { PendingCallCard } from './pending-call';
 import { StatusBadge } from './status-badge';
@@ -82,6 +83,21 @@ function Summary({ run, now }: { run: Invocation; now: number }) {
       <dd>{run.app}</dd>
       <dt>User</dt>
       <dd>{run.userId}</dd>
+      {run.forkedFrom && (
+        <>
+          <dt>Forked from</dt>
+          <dd class="forked-from">
+            <a href={`#/runs/${run.forkedFrom}`}>{run.forkedFrom}</a>
+            {typeof run.fork?.at === 'string' && (
+              <>
+                {' '}
+                at <code>{run.fork.at}</code>
+              </>
+            )}{' '}
+            · <a href={`#/diff/${run.forkedFrom}/${run.id}`}>Diff with the original</a>
+          </dd>
+        </>
+      )}
       <dt>Session</dt>
       <dd>
         <code>{run.sessionId}</code>
@@ -164,6 +180,13 @@ function AuditTrail({ requests }: { requests: ToolRequestList['requests'] }) {
   );
 }
 
+/** The LlmAgents of an app's tree, by name (a fork may replace their instructions). */
+function llmAgents(root: AppList['apps'][number]['root'] | undefined): string[] {
+  if (!root) return [];
+  const own = root.kind === 'llm' ? [root.name] : [];
+  return [...own, ...root.children.flatMap((c) => llmAgents(c as typeof root))];
+}
+
 export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | undefined }) {
   const path = `/v1/invocations/${encodeURIComponent(id)}`;
   const run = usePoll(() => getJson<Invocation>(path), 2000, [id]);
@@ -180,6 +203,7 @@ export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | unde
   );
   const [actionError, setActionError] = useState<string | undefined>(undefined);
   const [busy, setBusy] = useState(false);
+  const [forkAt, setForkAt] = useState<string | undefined>(undefined);
   const now = useTick(2000);
   const [outcomes, addOutcome] = useOutcomes();
   const refreshAll = () => {
@@ -276,7 +300,22 @@ export function RunView({ id, apps }: { id: string; apps: AppList['apps'] | unde
         <section aria-labelledby="tree-title">
           <h3 id="tree-title">Tree</h3>
           <ErrorNote error={nodes.error} />
-          {nodes.data && <NodeTree nodes={nodes.data.nodes} root={root} now={now} />}
+          {forkAt && (
+            <ForkForm
+              invocationId={data.id}
+              at={forkAt}
+              agents={llmAgents(root)}
+              onClose={() => setForkAt(undefined)}
+            />
+          )}
+          {nodes.data && (
+            <NodeTree
+              nodes={nodes.data.nodes}
+              root={root}
+              now={now}
+              onFork={data.status === 'completed' || data.status === 'failed' ? setForkAt : undefined}
+            />
+          )}
         </section>
         <section aria-labelledby="events-title">
           <h3 id="events-title">

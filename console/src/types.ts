@@ -5,6 +5,7 @@
 import type { z } from 'zod';
 import type {
   appListSchema,
+  diffSchema,
   errorSchema,
   inboxSchema,
   invocationPageSchema,
@@ -30,3 +31,4 @@ export type Session = z.infer<typeof sessionSchema>;
 export type AppList = z.infer<typeof appListSchema>;
 export type ApiEvent = Event;
 export type RunStatus = Invocation['status'];
+export type RunDiff = z.infer<typeof diffSchema>;

@@ -86,6 +86,8 @@ export interface NodeRuntime {
   sessionEvents(): Promise<readonly Event[]>;
   /** The merged state (session, app:, user:, temp:) as of this step's latest write. */
   state(): Record<string, unknown>;
+  /** An instruction replacing the agent's own in this invocation (a fork's `instruction`), if any. */
+  instructionOverride?(agentName: string): string | undefined;
   /** Appends an event of this node (fenced); resolves with the stored event. */
   emit(event: NewEvent): Promise<Event>;
   /**

@@ -37,6 +37,7 @@ import { credentialRoutes } from './routes/routes-credentials.js';
 import { authRoutes } from './routes/routes-auth.js';
 import { eventRoutes } from './routes/routes-events.js';
 import { invocationRoutes } from './routes/routes-invocations.js';
+import { forkRoutes } from './routes/routes-forks.js';
 import { opsRoutes, PUBLIC_ROUTES } from './routes/routes-ops.js';
 import { requestRoutes } from './routes/routes-requests.js';
 import { consoleRoutes, isConsoleRoute } from './routes/routes-console.js';
@@ -259,6 +260,7 @@ export async function createApiServer(options: ApiServerOptions): Promise<ApiApp
   await documentApi(server);
   opsRoutes(server, ctx);
   invocationRoutes(server, ctx);
+  forkRoutes(server, ctx);
   requestRoutes(server, ctx);
   eventRoutes(server, ctx);
   appRoutes(server, ctx);

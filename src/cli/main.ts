@@ -10,6 +10,7 @@ import type { WorkerFlags } from '../config/worker-config.js';
 import { describeError, EXIT, exitCodeOfError } from './terminal/cli-errors.js';
 import { registerAuthCommands } from './client/auth-commands.js';
 import { registerClientCommands } from './client/client-commands.js';
+import { registerForkCommands } from './client/fork-commands.js';
 import type { DevFlags } from './dev/dev.js';
 import type { PruneFlags } from './prune.js';
 import type { ValidateFlags } from './validate.js';
@@ -183,6 +184,7 @@ program
 
 registerClientCommands(program);
 registerAuthCommands(program);
+registerForkCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'AUTH'
   /** A remote A2A agent failed, rejected or refused the task, or could not be reached. */
   | 'REMOTE_AGENT'
+  | 'REPLAY_DIVERGED'
   | 'INTERNAL';
 
 /** Options of {@link AgentloomError}. */

@@ -26,6 +26,20 @@ export const eventActionsSchema = z.object({
   endOfAgent: z.boolean().optional(),
   endInvocation: z.boolean().optional(),
   requestedToolConfirmations: z.record(z.string(), toolConfirmationSchema).optional(),
+  /**
+   * On a model event: digests of the request (rendered system instruction, tool declarations) the response
+   * answered; replay compares them (agents/llm/request-digest.ts).
+   */
+  modelRequest: z.object({ instruction: z.string(), tools: z.string() }).optional(),
+  /** On a model event: the tokens the provider reported for the call (ADK's usageMetadata), when it did. */
+  usage: z
+    .object({
+      promptTokens: z.number().optional(),
+      outputTokens: z.number().optional(),
+      totalTokens: z.number().optional(),
+      cachedTokens: z.number().optional(),
+    })
+    .optional(),
 });
 export type EventActions = z.infer<typeof eventActionsSchema>;
 export type EventActionsInput = z.input<typeof eventActionsSchema>;

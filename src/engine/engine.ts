@@ -49,6 +49,10 @@ import {
   type Retention,
 } from './runs/retention.js';
 import { notify } from './observe/observer.js';
+import { forkInvocation, type ForkOptions } from './runs/fork.js';
+import { diffRuns, type RunDiff } from './runs/diff.js';
+import { replayInvocation, type ReplayOptions, type ReplayResult } from './runs/replay.js';
+import { listForks } from '../store/repos/forks.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
 const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });
@@ -420,6 +424,47 @@ export class Engine {
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
     await this.wake(jobs, inv.definitionHash);
     return this.get(invocationId);
+  }
+
+  /**
+   * Forks a run at the node `options.at`: a new invocation in a new session with the history up to `at` copied
+   * (no model or tool call) and run live from `at` with the state patch, instruction overrides or input applied.
+   */
+  fork(invocationId: string, options: ForkOptions): Promise<{ invocationId: string; sessionId: string }> {
+    return forkInvocation(
+      { store: this.store, apps: this.apps, wake: (jobs, definition) => this.wake(jobs, definition) },
+      invocationId,
+      options,
+    );
+  }
+
+  /**
+   * Replays a recorded run on the current code with every model and tool answer taken from the recording (no call
+   * leaves the process); resolves with the first divergence (node path, both sides), if any.
+   */
+  replay(invocationId: string, options: ReplayOptions = {}): Promise<ReplayResult> {
+    return replayInvocation(
+      {
+        store: this.store,
+        apps: this.apps,
+        wake: (jobs, definition) => this.wake(jobs, definition),
+        wait: (id, timeoutMs) => this.wait(id, { timeoutMs }),
+      },
+      invocationId,
+      options,
+    );
+  }
+
+  /** Two runs compared node by node, aligned by node path, with the first divergence. */
+  async diff(a: string, b: string): Promise<RunDiff> {
+    return diffRuns(this.store.db, a, b);
+  }
+
+  /** The forks of an invocation, oldest first. */
+  async forks(invocationId: string): Promise<{ id: string; status: string; at: unknown; createdAt: Date }[]> {
+    await requireInvocation(this.store.db, invocationId);
+    const rows = await listForks(this.store.db, invocationId);
+    return rows.map((r) => ({ id: r.id, status: r.status, at: r.fork?.at, createdAt: r.createdAt }));
   }
 
   /** A session with its state and events. */

@@ -30,6 +30,9 @@ const COMMANDS: string[][] = [
   ['retry', 'inv_x'],
   ['auth', 'inv_x', 'call_x', '--token', 't'],
   ['credentials', 'list', '--user', 'u'],
+  ['fork', 'inv_x', '--at', 'root/a'],
+  ['replay', 'inv_x'],
+  ['diff', 'inv_x', 'inv_y'],
 ];
 
 describe('client commands load no server-side module', () => {

@@ -64,6 +64,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0005_credentials',
         '0006_invocations_ended_idx',
         '0007_invocation_traceparent',
+        '0008_invocations_fork',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(

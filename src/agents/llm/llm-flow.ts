@@ -21,6 +21,7 @@ import { renderInstruction } from './instructions.js';
 import { Journal } from './journal.js';
 import type { Instruction, LlmFlowAgent } from './llm-agent-options.js';
 import { recordingState } from './state-accessor.js';
+import { requestDigest } from './request-digest.js';
 import { isControlFlow, resolveCall, type CallResult } from './tool-call.js';
 
 /** Name of the built-in transfer tool. */
@@ -106,7 +107,7 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   const system = [
     await renderOne(flow, global),
     agent.options.staticInstruction ?? '',
-    await renderOne(flow, agent.options.instruction),
+    await renderOne(flow, rt.instructionOverride?.(agent.name) ?? agent.options.instruction),
   ]
     .filter((s) => s.length > 0)
     .join('\n\n');
@@ -232,7 +233,12 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
     author: agent.name,
     content,
     ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
-    actions: { artifactDelta: {}, stateDelta: delta },
+    actions: {
+      artifactDelta: {},
+      stateDelta: delta,
+      modelRequest: requestDigest(request),
+      ...(response.usage ? { usage: response.usage } : {}),
+    },
   });
   await rt.fault('after-model-event');
   if (outputError) throw outputError;

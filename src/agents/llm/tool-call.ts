@@ -342,7 +342,10 @@ async function runTool(
  */
 export function isControlFlow(err: unknown): boolean {
   if (isInfrastructureError(err)) return true;
-  if (err instanceof AgentloomError) return err.code === 'FENCED' || err.code === 'CANCELLED';
+  // REPLAY_DIVERGED (engine.replay): a replayed call that does not match the recording ends the node, never
+  // becomes a tool response the model would go on with.
+  if (err instanceof AgentloomError)
+    return err.code === 'FENCED' || err.code === 'CANCELLED' || err.code === 'REPLAY_DIVERGED';
   if (typeof err !== 'object' || err === null) return false;
   return (err as { suspend?: boolean }).suspend === true;
 }

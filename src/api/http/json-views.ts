@@ -39,6 +39,7 @@ export function invocationJson(view: InvocationView, traceUrl?: string): Invocat
     createdAt: view.createdAt.toISOString(),
     updatedAt: view.updatedAt.toISOString(),
     pending: view.pending,
+    ...(view.forkedFrom ? { forkedFrom: view.forkedFrom, fork: view.fork ?? {} } : {}),
   };
 }
 
@@ -59,6 +60,7 @@ export function invocationSummaryJson(row: InvocationRow): InvocationSummaryJson
     definitionHash: row.definitionHash,
     createdAt: row.createdAt.toISOString(),
     updatedAt: row.updatedAt.toISOString(),
+    ...(row.forkedFrom ? { forkedFrom: row.forkedFrom, fork: row.fork ?? {} } : {}),
   };
 }
 

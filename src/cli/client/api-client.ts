@@ -8,6 +8,12 @@ import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
   enqueueResultSchema,
   errorSchema,
+  diffSchema,
+  forkResultSchema,
+  invocationPageSchema,
+  replayResultSchema,
+  type ForkBody,
+  type ReplayJson,
   eventListSchema,
   invocationSchema,
   nodeListSchema,
@@ -270,6 +276,35 @@ export class ApiClient {
   /** `POST /v1/invocations/:id/retry` (failed or cancelled runs only: else CONFLICT). */
   retry(id: string): Promise<InvocationJson> {
     return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+  }
+
+  /** `POST /v1/invocations/:id/fork`: a new run with the history up to `body.at` copied, live from there. */
+  fork(id: string, body: ForkBody): Promise<{ invocationId: string; sessionId: string }> {
+    return this.json(forkResultSchema, `/v1/invocations/${encodeURIComponent(id)}/fork`, {
+      method: 'POST',
+      body,
+    });
+  }
+
+  /** `GET /v1/diff?a&b`: two runs compared node by node. */
+  diff(a: string, b: string) {
+    return this.json(diffSchema, `/v1/diff?${queryOf({ a, b })}`);
+  }
+
+  /** `GET /v1/invocations`: one page of an app's runs, newest first. */
+  list(filter: { app?: string; status?: string; limit?: number; cursor?: string }) {
+    const query = queryOf({
+      ...filter,
+      limit: filter.limit === undefined ? undefined : String(filter.limit),
+    });
+    return this.json(invocationPageSchema, `/v1/invocations?${query}`);
+  }
+
+  /** `POST /v1/invocations/:id/replay`: replays a recorded run on its recorded answers; the first divergence. */
+  replay(id: string): Promise<ReplayJson> {
+    return this.json(replayResultSchema, `/v1/invocations/${encodeURIComponent(id)}/replay`, {
+      method: 'POST',
+    });
   }
 
   /**

@@ -229,6 +229,8 @@ async function enqueueInNewSession(
     idempotencyKey: null,
     createdBy: input.createdBy ?? null,
     traceparent: traceparentOf(input),
+    forkedFrom: null,
+    fork: null,
     createdAt: now,
     updatedAt: now,
     endedAt: null,

@@ -59,6 +59,9 @@ export interface InvocationView {
    */
   traceId: string;
   pending: PendingCall[];
+  /** The invocation this one was forked from, and how (engine.fork); absent when it was not forked. */
+  forkedFrom?: string;
+  fork?: Record<string, unknown>;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -81,6 +84,7 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     createdAt: row.createdAt,
     updatedAt: row.updatedAt,
     pending: requests.map(pendingCallOf),
+    ...(row.forkedFrom ? { forkedFrom: row.forkedFrom, fork: row.fork ?? {} } : {}),
   };
 }
 

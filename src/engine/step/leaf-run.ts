@@ -16,6 +16,7 @@ import { openElicitations } from '../../agents/llm/journal.js';
 import { commitLeaf } from './leaf-commit.js';
 import { SHUTDOWN } from './local-steps.js';
 import { LeaseGuard } from './lease-guard.js';
+import { replayInterposerFor } from './replay-interposer.js';
 import { EngineNodeRuntime } from './node-runtime.js';
 import type { StepRun } from '../observe/observer.js';
 import { RunTracing, type StepTrace } from '../observe/run-trace.js';
@@ -86,6 +87,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     if (stale.length > 0) await store.transaction((tx) => withdrawToolRequestsTx(tx, inv.id, stale));
     const journal = { events, withdrawnCalls: new Set(withdrawn) };
     runtime = new EngineNodeRuntime(env.deps, inv, claimed, journal, state, controller.signal, guard.lease);
+    runtime.replay = await replayInterposerFor(store.db, inv.fork, claimed.path);
     let outcome: LeafOutcome | NodeSuspended;
     try {
       // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,

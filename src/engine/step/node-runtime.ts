@@ -8,6 +8,7 @@ import { AgentloomError, type StoredError } from '../../core/errors.js';
 import type { Content } from '../../core/content.js';
 import type { Event, NewEvent } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
+import type { ReplayInterposer } from './replay-interposer.js';
 import type { Model } from '../../models/model.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
@@ -55,6 +56,8 @@ export interface InvocationInfo {
   app: string;
   sessionId: string;
   userId: string;
+  /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
+  fork?: Record<string, unknown> | null;
 }
 
 /**
@@ -112,6 +115,12 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   state(): Record<string, unknown> {
     return this.currentState;
+  }
+
+  instructionOverride(agentName: string): string | undefined {
+    const overrides = this.invocation.fork?.instruction as Record<string, unknown> | undefined;
+    const text = overrides?.[agentName];
+    return typeof text === 'string' ? text : undefined;
   }
 
   private async fenced<T>(work: (tx: Db) => Promise<T>): Promise<T> {
@@ -261,7 +270,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     }
   }
 
+  /** Set in a replay run (engine.replay): models and tools answer from the recorded run. */
+  replay: ReplayInterposer | undefined;
+
   resolveModel(ref: Model | string | undefined): Model {
+    if (this.replay) return this.replay.model();
     if (ref !== undefined && typeof ref !== 'string') return this.deps.observeModel?.(ref) ?? ref;
     const name = ref ?? 'default';
     const model = this.deps.models.get(name) ?? this.deps.defaultModel(name);
@@ -276,6 +289,11 @@ export class EngineNodeRuntime implements NodeRuntime {
   }
 
   resolveTool(ref: Tool | string): Tool {
+    if (this.replay) return this.replay.tool(this.resolveLive(ref), this.node.agent);
+    return this.resolveLive(ref);
+  }
+
+  private resolveLive(ref: Tool | string): Tool {
     if (typeof ref !== 'string') return this.deps.observeTool?.(ref) ?? ref;
     const tool =
       ref === exitLoop.name ? (this.deps.observeTool?.(exitLoop) ?? exitLoop) : this.deps.tools.get(ref);
@@ -293,6 +311,8 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   async resolveToolset(toolset: Toolset): Promise<Tool[]> {
     const tools = await toolset.tools({ logger: this.deps.logger, signal: this.signal });
+    const replay = this.replay;
+    if (replay) return tools.map((tool) => replay.tool(tool, this.node.agent));
     return tools.map((tool) => this.deps.observeTool?.(tool) ?? tool);
   }
 

@@ -122,6 +122,10 @@ export const invocations = pgTable(
     createdBy: text('created_by'),
     /** The caller's W3C trace context (`traceparent`) when one came with the request: the run's trace parent. */
     traceparent: text('traceparent'),
+    /** The invocation this one was forked from (engine.fork); null for a run that was not forked. */
+    forkedFrom: text('forked_from'),
+    /** How it was forked: `{at, state?, instruction?, input?}` (see engine/runs/fork.ts). */
+    fork: jsonb('fork').$type<Json>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
@@ -130,6 +134,10 @@ export const invocations = pgTable(
     uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
     index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
     index('invocations_session_idx').on(t.sessionId),
+    // An original's forks (engine.fork): the run page links to them.
+    index('invocations_forked_from_idx')
+      .on(t.forkedFrom)
+      .where(sql`forked_from is not null`),
     // Retention (store/repos/prune.ts): ended runs, oldest first.
     index('invocations_ended_idx')
       .on(t.endedAt)

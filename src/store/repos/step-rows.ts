@@ -63,6 +63,8 @@ export function invocationFromJson(r: Json): InvocationRow {
     idempotencyKey: (r.idempotency_key as string | null) ?? null,
     createdBy: (r.created_by as string | null) ?? null,
     traceparent: (r.traceparent as string | null) ?? null,
+    forkedFrom: (r.forked_from as string | null) ?? null,
+    fork: (r.fork as Json | null) ?? null,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
     endedAt: toDateOrNull(r.ended_at),
