@@ -9,6 +9,8 @@ export type ErrorCode =
   | 'NOT_FOUND'
   | 'CONFLICT'
   | 'LLM_CALL_BUDGET_EXCEEDED'
+  /** A run's token, cost or model-call budget (`budget`, `onExceeded: 'fail'`) would be crossed by the next call. */
+  | 'BUDGET_EXCEEDED'
   | 'DEFINITION_MISMATCH'
   | 'MAX_ITERATIONS'
   | 'TEMPLATE'

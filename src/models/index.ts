@@ -7,3 +7,5 @@ export * from './anthropic.js';
 export * from './model-ids.js';
 export * from './model-factory.js';
 export * from './generation-defaults.js';
+export * from './pricing.js';
+export * from './budget.js';

@@ -5,7 +5,7 @@
 import type { Content, Part } from '../core/content.js';
 import { AgentloomError } from '../core/errors.js';
 import { newId } from '../core/ids.js';
-import type { GenerateOptions, Model, ModelRequest, ModelResponse } from './model.js';
+import type { GenerateOptions, Model, ModelRequest, ModelResponse, ModelUsage } from './model.js';
 
 /** What a {@link ScriptedModel}'s `respond` function sees of one model call. */
 export interface ScriptedTurn {
@@ -47,6 +47,11 @@ export interface ScriptedModelOptions {
    * serves, would otherwise keep every request it was ever sent). `calls` and `callsBy` count them all. Default 1000.
    */
   keepRequests?: number;
+  /**
+   * The token usage each answer reports, as a provider's would (budgets count it): fixed, or decided per turn.
+   * Default: none reported.
+   */
+  usage?: ModelUsage | ((turn: ScriptedTurn) => ModelUsage | undefined);
 }
 
 /** A deterministic model driven by a `respond` function; what tests, examples and the offline demo use. */
@@ -57,6 +62,7 @@ export class ScriptedModel implements Model {
   readonly requests: ModelRequest[] = [];
   readonly #respond: ScriptedModelOptions['respond'];
   readonly #keep: number;
+  readonly #usage: ScriptedModelOptions['usage'];
   #calls = 0;
   readonly #callsBy = new Map<string, number>();
 
@@ -70,6 +76,7 @@ export class ScriptedModel implements Model {
       });
     }
     this.#keep = keep;
+    this.#usage = options.usage;
   }
 
   /** How many calls were made so far (including calls whose `respond` threw). */
@@ -93,7 +100,7 @@ export class ScriptedModel implements Model {
     this.#callsBy.set(copy.agentName, (this.#callsBy.get(copy.agentName) ?? 0) + 1);
     this.requests.push(copy);
     if (this.requests.length > this.#keep) this.requests.splice(0, this.requests.length - this.#keep);
-    const reply = await this.#respond({
+    const turn = (): ScriptedTurn => ({
       agentName: copy.agentName,
       callIndex: copy.callIndex,
       systemInstruction: copy.systemInstruction,
@@ -101,6 +108,8 @@ export class ScriptedModel implements Model {
       toolNames: copy.tools.map((t) => t.name),
       state: structuredClone(copy.state),
     });
+    const reply = await this.#respond(turn());
+    const usage = typeof this.#usage === 'function' ? this.#usage(turn()) : this.#usage;
     throwIfAborted(request.signal, this.name);
     const content = toContent(reply);
     const text = content.parts
@@ -108,7 +117,7 @@ export class ScriptedModel implements Model {
       .map((p) => p.text)
       .join('');
     if (options?.onPartial && text !== '') options.onPartial({ role: 'model', parts: [{ text }] });
-    return { content, finishReason: 'STOP' };
+    return usage ? { content, finishReason: 'STOP', usage: { ...usage } } : { content, finishReason: 'STOP' };
   }
 }
 

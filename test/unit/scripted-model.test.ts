@@ -27,6 +27,20 @@ describe('ScriptedModel', () => {
     expect(model.name).toBe('scripted');
   });
 
+  it('reports the usage it is given, fixed or per turn, and none by default', async () => {
+    const fixed = new ScriptedModel({ respond: () => 'hi', usage: { promptTokens: 100, outputTokens: 50 } });
+    expect((await fixed.generate(request())).usage).toEqual({ promptTokens: 100, outputTokens: 50 });
+    const perTurn = new ScriptedModel({
+      respond: () => 'hi',
+      usage: (turn) => ({ promptTokens: 10 * (turn.callIndex + 1), outputTokens: 1 }),
+    });
+    expect((await perTurn.generate(request({ callIndex: 2 }))).usage).toEqual({
+      promptTokens: 30,
+      outputTokens: 1,
+    });
+    expect((await new ScriptedModel({ respond: () => 'hi' }).generate(request())).usage).toBeUndefined();
+  });
+
   it('turns an object reply into text then function calls, with fresh ids only where missing', async () => {
     const model = new ScriptedModel({
       respond: () => ({
