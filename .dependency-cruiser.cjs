@@ -144,6 +144,16 @@ const ROOMS = {
     /** What both dialects share: YAML locations, JSON Schema → zod, the names a file may use. */
     shared: { path: '^src/config/apps/shared/', may: [] },
   },
+  models: {
+    /** index.ts, the floor's public face. */
+    face: { path: '^src/models/index\\.ts$', may: ['base', 'providers', 'budget'] },
+    /** The providers' adapters (Gemini, OpenAI, Anthropic), their wire conversions, retries, the id → model factory. */
+    providers: { path: '^src/models/providers/', may: ['base'] },
+    /** Token and cost budgets: the price table and the arithmetic of a budget check. */
+    budget: { path: '^src/models/budget/', may: ['base'] },
+    /** The Model port, model ids, generation defaults, ScriptedModel: what every room builds on. */
+    base: { path: top('models', 'index.ts'), may: [] },
+  },
   tools: {
     /** index.ts, the floor's public face. */
     face: { path: '^src/tools/index\\.ts$', may: ['base', 'mcp'] },

@@ -3,7 +3,7 @@
  * observer, provider models made on demand for provider ids (`openai/…`, `gemini-…`), fault points, partial events. Called by the Engine.
  */
 import type { Event } from '../core/event.js';
-import { createModelForId } from '../models/model-factory.js';
+import { createModelForId } from '../models/providers/model-factory.js';
 import { parseModelId } from '../models/model-ids.js';
 import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';

@@ -1,11 +1,11 @@
 /** The models folder's public face: the Model port and its adapters. */
 export * from './model.js';
 export * from './scripted-model.js';
-export * from './gemini.js';
-export * from './openai.js';
-export * from './anthropic.js';
+export * from './providers/gemini.js';
+export * from './providers/openai.js';
+export * from './providers/anthropic.js';
 export * from './model-ids.js';
-export * from './model-factory.js';
+export * from './providers/model-factory.js';
 export * from './generation-defaults.js';
-export * from './pricing.js';
-export * from './budget.js';
+export * from './budget/pricing.js';
+export * from './budget/budget.js';

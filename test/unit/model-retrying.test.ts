@@ -6,7 +6,7 @@ import {
   mergeSameRoleContents,
   parseToolArguments,
   readGenerationSettings,
-} from '../../src/models/chat-conversion.js';
+} from '../../src/models/providers/chat-conversion.js';
 import {
   backoffMs,
   callWithRetries,
@@ -16,7 +16,7 @@ import {
   resolveRetryPolicy,
   retryAfterMsOf,
   type AttemptFailure,
-} from '../../src/models/retrying.js';
+} from '../../src/models/providers/retrying.js';
 
 const fast = resolveRetryPolicy({ maxAttempts: 3, initialBackoffMs: 1, maxBackoffMs: 5 });
 

@@ -6,7 +6,7 @@
  */
 import { LlmAgent } from '../../agents/llm/llm-agent.js';
 import { AgentloomError } from '../../core/errors.js';
-import { createModelForId } from '../../models/model-factory.js';
+import { createModelForId } from '../../models/providers/model-factory.js';
 import { parseModelId, type ModelEnv } from '../../models/model-ids.js';
 import type { Model } from '../../models/model.js';
 import type { RegisteredApp } from './registry.js';

@@ -13,8 +13,8 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import type { CompletionUsage } from 'openai/resources/completions';
-import type { Content, Part } from '../core/content.js';
-import { newId } from '../core/ids.js';
+import type { Content, Part } from '../../core/content.js';
+import { newId } from '../../core/ids.js';
 import {
   CallIdPairing,
   mergeSameRoleContents,
@@ -22,7 +22,7 @@ import {
   readGenerationSettings,
 } from './chat-conversion.js';
 import { IncompleteStreamError } from './retrying.js';
-import type { ModelRequest, ModelResponse, ModelUsage, ToolDeclaration } from './model.js';
+import type { ModelRequest, ModelResponse, ModelUsage, ToolDeclaration } from '../model.js';
 
 /** Which field carries the output-token limit: OpenAI and Azure take `max_completion_tokens`, Ollama `max_tokens`. */
 export type MaxTokensField = 'max_completion_tokens' | 'max_tokens';

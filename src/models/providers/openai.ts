@@ -5,8 +5,8 @@
  * the SDK's own retrying is off (`maxRetries: 0`) so that there is exactly one owner.
  */
 import { APIConnectionError, APIError, AzureOpenAI, OpenAI } from 'openai';
-import { AgentloomError } from '../core/errors.js';
-import type { GenerateOptions, Model, ModelRequest, ModelResponse } from './model.js';
+import { AgentloomError } from '../../core/errors.js';
+import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../model.js';
 import { ChunkAssembler, fromCompletion, toChatBody, type MaxTokensField } from './openai-conversion.js';
 import { patientFetch, type FetchFunction } from './patient-fetch.js';
 import {

@@ -2,11 +2,11 @@
  * Builds the adapter a model id means (see model-ids.ts), from the keys and endpoints the config layer passes in;
  * the environment is never read here.
  */
-import { AgentloomError } from '../core/errors.js';
+import { AgentloomError } from '../../core/errors.js';
 import { AnthropicModel } from './anthropic.js';
 import { Gemini } from './gemini.js';
-import type { Model } from './model.js';
-import { missingKeyVariable, parseModelId, type ModelEnv } from './model-ids.js';
+import type { Model } from '../model.js';
+import { missingKeyVariable, parseModelId, type ModelEnv } from '../model-ids.js';
 import { OpenAIModel } from './openai.js';
 
 /**

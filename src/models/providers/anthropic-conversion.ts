@@ -16,14 +16,14 @@ import type {
   Tool,
   Usage,
 } from '@anthropic-ai/sdk/resources/messages';
-import type { Content, Part } from '../core/content.js';
+import type { Content, Part } from '../../core/content.js';
 import {
   CallIdPairing,
   mergeSameRoleContents,
   parseToolArguments,
   readGenerationSettings,
 } from './chat-conversion.js';
-import type { JsonSchema, ModelRequest, ModelResponse, ModelUsage, ToolDeclaration } from './model.js';
+import type { JsonSchema, ModelRequest, ModelResponse, ModelUsage, ToolDeclaration } from '../model.js';
 import { IncompleteStreamError } from './retrying.js';
 
 /** The forced tool that carries a structured answer (`responseSchema`). */

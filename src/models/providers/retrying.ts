@@ -5,8 +5,8 @@
  * SDK's own retrying off, so this loop is the single retry owner of a model call (STYLE.md "Errors").
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AgentloomError } from '../core/errors.js';
-import type { GenerateOptions } from './model.js';
+import { AgentloomError } from '../../core/errors.js';
+import type { GenerateOptions } from '../model.js';
 
 /** Retry settings as an adapter's options give them. */
 export interface RetryOptions {

@@ -6,8 +6,8 @@
  * first, then the providers' own names, so an ADK agent's `generate_content_config` carries over. A setting of
  * the wrong type is ignored rather than sent.
  */
-import type { Content, Part } from '../core/content.js';
-import { AgentloomError } from '../core/errors.js';
+import type { Content, Part } from '../../core/content.js';
+import { AgentloomError } from '../../core/errors.js';
 
 /** The generation settings both chat adapters understand, provider-neutral. */
 export interface GenerationSettings {

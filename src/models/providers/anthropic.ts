@@ -4,9 +4,9 @@
  * retrying is off (`maxRetries: 0`) so that there is exactly one owner.
  */
 import { Anthropic, APIConnectionError, APIError } from '@anthropic-ai/sdk';
-import { AgentloomError } from '../core/errors.js';
+import { AgentloomError } from '../../core/errors.js';
 import { EventAssembler, fromMessage, toAnthropicCall } from './anthropic-conversion.js';
-import type { GenerateOptions, Model, ModelRequest, ModelResponse } from './model.js';
+import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../model.js';
 import { patientFetch, type FetchFunction } from './patient-fetch.js';
 import {
   callWithRetries,

@@ -3,9 +3,9 @@
  * cover the providers we ship, at their published list prices; `createEngine({ prices })`-style overrides win
  * (a provider changes its prices more often than we release). Pure: no SDK is loaded.
  */
-import { AgentloomError } from '../core/errors.js';
-import type { ModelUsage } from './model.js';
-import { parseModelId } from './model-ids.js';
+import { AgentloomError } from '../../core/errors.js';
+import type { ModelUsage } from '../model.js';
+import { parseModelId } from '../model-ids.js';
 
 /** What one model costs, in USD per million tokens. */
 export interface ModelPrice {

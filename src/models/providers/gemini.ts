@@ -12,9 +12,9 @@ import {
   type HttpOptions,
   type Part as GenaiPart,
 } from '@google/genai';
-import type { Content, Part } from '../core/content.js';
-import { AgentloomError } from '../core/errors.js';
-import { newId } from '../core/ids.js';
+import type { Content, Part } from '../../core/content.js';
+import { AgentloomError } from '../../core/errors.js';
+import { newId } from '../../core/ids.js';
 import { patientFetch } from './patient-fetch.js';
 import {
   callWithRetries,
@@ -33,7 +33,7 @@ import type {
   ModelResponse,
   ModelUsage,
   ToolDeclaration,
-} from './model.js';
+} from '../model.js';
 
 /** Options of {@link Gemini}. */
 export interface GeminiOptions extends RetryOptions {

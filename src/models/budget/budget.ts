@@ -7,8 +7,8 @@
  * estimated input tokens plus its `maxOutputTokens` (or {@link DEFAULT_OUTPUT_RESERVATION}). So a loop whose calls
  * cost 150 tokens each stops after 6 calls under a budget of 1,000, never at 1,050.
  */
-import { AgentloomError } from '../core/errors.js';
-import type { ModelUsage } from './model.js';
+import { AgentloomError } from '../../core/errors.js';
+import type { ModelUsage } from '../model.js';
 import { costOfUsage, type ModelPrice } from './pricing.js';
 
 /** The limits of a budget; each is optional (absent: no limit). */
