@@ -123,6 +123,27 @@ export interface Tool {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
 }
 
+/**
+ * `tool` with some of its parts replaced (a tracing or metrics wrapper of `run`, a declared `auth`, a replay's
+ * answers): the rest delegates to the tool, so a wrapper never forgets a part the Tool port grows.
+ */
+export function wrapTool(
+  tool: Tool,
+  parts: Partial<Pick<Tool, 'run' | 'auth' | 'isLongRunning' | 'requiresConfirmation'>>,
+): Tool {
+  const auth = 'auth' in parts ? parts.auth : tool.auth;
+  return {
+    name: tool.name,
+    description: tool.description,
+    isLongRunning: parts.isLongRunning ?? tool.isLongRunning,
+    sideEffects: tool.sideEffects,
+    ...(auth ? { auth } : {}),
+    declaration: () => tool.declaration(),
+    requiresConfirmation: parts.requiresConfirmation ?? ((args, ctx) => tool.requiresConfirmation(args, ctx)),
+    run: parts.run ?? ((args, ctx) => tool.run(args, ctx)),
+  };
+}
+
 /** Wraps a non-object result as `{result}` so every function response is an object (as ADK does). */
 export function toResponseObject(result: unknown): Record<string, unknown> {
   if (typeof result === 'object' && result !== null && !Array.isArray(result))

@@ -6,7 +6,7 @@
  */
 import { context, SpanKind, trace, type Tracer } from '@opentelemetry/api';
 import type { Model } from '../../models/model.js';
-import type { Tool } from '../../tools/tool.js';
+import { wrapTool, type Tool } from '../../tools/tool.js';
 import { isSuspension } from './observer.js';
 import { genAiProvider, jsonAttribute, recordError } from './span-attributes.js';
 
@@ -56,14 +56,7 @@ export function traceModel(model: Model, tracer: Tracer, captureContent: boolean
 
 /** A tool whose runs are `execute_tool {tool}` spans. */
 export function traceTool(tool: Tool, tracer: Tracer, captureContent: boolean): Tool {
-  return {
-    name: tool.name,
-    description: tool.description,
-    isLongRunning: tool.isLongRunning,
-    sideEffects: tool.sideEffects,
-    ...(tool.auth ? { auth: tool.auth } : {}),
-    declaration: () => tool.declaration(),
-    requiresConfirmation: (args, ctx) => tool.requiresConfirmation(args, ctx),
+  return wrapTool(tool, {
     async run(args, ctx) {
       const span = tracer.startSpan(`execute_tool ${tool.name}`, {
         kind: SpanKind.INTERNAL,
@@ -87,5 +80,5 @@ export function traceTool(tool: Tool, tracer: Tracer, captureContent: boolean): 
         span.end();
       }
     },
-  };
+  });
 }

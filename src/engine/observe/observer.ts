@@ -8,7 +8,7 @@ import { ChildPaused } from '../../agents/llm/tool-call.js';
 import type { Model, ModelUsage } from '../../models/model.js';
 import type { StepHandler } from '../../queue/step-queue.js';
 import type { PruneCounts } from '../../store/repos/prune.js';
-import type { Tool } from '../../tools/tool.js';
+import { wrapTool, type Tool } from '../../tools/tool.js';
 
 /**
  * How a step job ended: `ok` (handled: the step ran, or found nothing to do) or `error` (it failed in a way the
@@ -190,14 +190,7 @@ export function observeModel(model: Model, observer: EngineObserver | undefined,
 export function observeTool(tool: Tool, observer: EngineObserver | undefined, logger: Logger): Tool {
   if (!observer?.onToolCall) return tool;
   const onToolCall = observer.onToolCall.bind(observer);
-  return {
-    name: tool.name,
-    description: tool.description,
-    isLongRunning: tool.isLongRunning,
-    sideEffects: tool.sideEffects,
-    ...(tool.auth ? { auth: tool.auth } : {}),
-    declaration: () => tool.declaration(),
-    requiresConfirmation: (args, ctx) => tool.requiresConfirmation(args, ctx),
+  return wrapTool(tool, {
     async run(args, ctx) {
       const started = performance.now();
       const end = (outcome: 'ok' | 'error'): void =>
@@ -216,7 +209,7 @@ export function observeTool(tool: Tool, observer: EngineObserver | undefined, lo
         throw err;
       }
     },
-  };
+  });
 }
 
 /** A call suspended until a child agent ends (AgentTool): no end, no failure. */

@@ -12,7 +12,7 @@ import type { Event } from '../../core/event.js';
 import { Journal } from '../../agents/llm/journal.js';
 import { requestDigest } from '../../agents/llm/request-digest.js';
 import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../../models/model.js';
-import type { Tool, ToolContext } from '../../tools/tool.js';
+import { wrapTool, type Tool, type ToolContext } from '../../tools/tool.js';
 import type { Db } from '../../store/db/database.js';
 import { listEvents } from '../../store/repos/events.js';
 
@@ -111,15 +111,12 @@ export class ReplayInterposer {
       for (const [key, value] of Object.entries(actions.stateDelta)) ctx.state.set(key, value);
       return found.response.response;
     };
-    return {
-      name: tool.name,
-      description: tool.description,
+    return wrapTool(tool, {
       isLongRunning: false,
-      sideEffects: tool.sideEffects,
-      declaration: () => tool.declaration(),
+      auth: undefined,
       requiresConfirmation: () => false,
       run: replay,
-    };
+    });
   }
 }
 
