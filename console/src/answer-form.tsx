@@ -7,6 +7,7 @@
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from './api';
 import { AuthFields } from './auth-fields';
+import { ActionButton, LabeledTextarea } from './fields';
 import { when } from './format';
 import { isRemoteQuestion, RemoteAnswerFields } from './remote-answer';
 import type { PendingCall } from './types';
@@ -154,22 +155,18 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
       )}
       {call.kind === 'long_running' && !isRemoteQuestion(call) && (
         <>
-          <label for={fieldId('response')}>Response (JSON object)</label>
-          <textarea
+          <LabeledTextarea
             id={fieldId('response')}
+            label="Response (JSON object)"
             rows={4}
             value={json}
-            onInput={(e) => setJson(e.currentTarget.value)}
+            onValue={setJson}
           />
-          <div class="buttons">
-            <button
-              type="button"
-              disabled={busy}
-              onClick={() => void respond(() => parseObject(json, 'The response'))}
-            >
-              Send response
-            </button>
-          </div>
+          <ActionButton
+            busy={busy}
+            label="Send response"
+            onClick={() => void respond(() => parseObject(json, 'The response'))}
+          />
         </>
       )}
       {call.kind === 'in_doubt' && (
@@ -190,12 +187,12 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
           </select>
           {action === 'skip' && (
             <>
-              <label for={fieldId('result')}>Result (JSON object)</label>
-              <textarea
+              <LabeledTextarea
                 id={fieldId('result')}
+                label="Result (JSON object)"
                 rows={3}
                 value={json}
-                onInput={(e) => setJson(e.currentTarget.value)}
+                onValue={setJson}
               />
             </>
           )}

@@ -4,6 +4,7 @@
  * confirmed}` for a confirmation another agentloom asks about).
  */
 import { useState } from 'preact/hooks';
+import { ActionButton, LabeledTextarea } from './fields';
 import type { PendingCall } from './types';
 
 /** The long-running call a remote agent's question is asked under. */
@@ -43,45 +44,37 @@ export function RemoteAnswerFields(props: {
   const [json, setJson] = useState('{}');
   return (
     <>
-      <label for={fieldId('remote-text')}>Your answer (sent to the remote agent)</label>
-      <textarea
+      <LabeledTextarea
         id={fieldId('remote-text')}
+        label="Your answer (sent to the remote agent)"
         rows={2}
         value={text}
-        onInput={(e) => setText(e.currentTarget.value)}
+        onValue={setText}
       />
-      <div class="buttons">
-        <button
-          type="button"
-          disabled={busy}
-          onClick={() =>
-            onAnswer(() => {
-              if (!text.trim()) throw new Error('Write an answer first (or send JSON below).');
-              return { text: text.trim() };
-            })
-          }
-        >
-          Send answer
-        </button>
-      </div>
+      <ActionButton
+        busy={busy}
+        label="Send answer"
+        onClick={() =>
+          onAnswer(() => {
+            if (!text.trim()) throw new Error('Write an answer first (or send JSON below).');
+            return { text: text.trim() };
+          })
+        }
+      />
       <details>
         <summary>Answer with JSON instead (sent as a data part)</summary>
-        <label for={fieldId('remote-json')}>Answer (JSON object)</label>
-        <textarea
+        <LabeledTextarea
           id={fieldId('remote-json')}
+          label="Answer (JSON object)"
           rows={3}
           value={json}
-          onInput={(e) => setJson(e.currentTarget.value)}
+          onValue={setJson}
         />
-        <div class="buttons">
-          <button
-            type="button"
-            disabled={busy}
-            onClick={() => onAnswer(() => parseObject(json, 'The answer'))}
-          >
-            Send JSON
-          </button>
-        </div>
+        <ActionButton
+          busy={busy}
+          label="Send JSON"
+          onClick={() => onAnswer(() => parseObject(json, 'The answer'))}
+        />
       </details>
     </>
   );
