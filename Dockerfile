@@ -14,6 +14,7 @@ RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY console ./console
+COPY scripts/bundle-cli.ts ./scripts/bundle-cli.ts
 RUN npm run build
 
 # 2. Production dependencies only (tsx stays: it loads TypeScript apps modules given with --apps).

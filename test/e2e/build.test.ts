@@ -29,6 +29,7 @@ describe('the compiled package', () => {
       'tsconfig.build.json',
       'src',
       'console',
+      'scripts/bundle-cli.ts',
     ]) {
       cpSync(join(REPO, entry), join(copy, entry), { recursive: true });
     }
