@@ -54,6 +54,12 @@ export interface ElicitationAnswer {
   action: 'accept' | 'decline' | 'cancel';
   /** With `accept`: the object asked for. */
   content?: Record<string, unknown>;
+  /**
+   * Set (with `cancel`) when nobody answered because the question was withdrawn: the run was cancelled, or the
+   * step stopped (another attempt took the node over). A user's own `cancel` has none. A tool that passes the
+   * answer on (an MCP server's question) must not report a withdrawal as the user's answer.
+   */
+  withdrawn?: true;
 }
 
 /** What `execute` receives besides its arguments. */
@@ -76,7 +82,8 @@ export interface ToolContext {
   /**
    * Asks the user for input while the call runs: a pending call of kind `elicitation` (the request and the answer
    * stored as events), answerable through the API, the CLI and the console. Resolves with the answer; `decline`
-   * when none came within `timeoutMs`; `cancel` when the run was cancelled. The step keeps its worker meanwhile.
+   * when none came within `timeoutMs`; `cancel` with `withdrawn` when the run was cancelled. The step keeps its
+   * worker meanwhile.
    */
   elicit(request: ElicitationRequest): Promise<ElicitationAnswer>;
   /** Aborted when the invocation is cancelled. */

@@ -4,8 +4,9 @@
  * as a pending call of kind `elicitation`, in one transaction; the step then waits for the answer, reading that
  * row every {@link ELICITATION_POLL_MS} (whichever process took the answer stored it: resume.ts). No answer within
  * the timeout → the row expires and the answer is `decline` (stored as the node's event); a cancelled run, or a
- * request withdrawn because another attempt took the node over → `cancel`. The step keeps its lease meanwhile, as
- * during any long tool call.
+ * request withdrawn because another attempt took the node over → `cancel` marked `withdrawn` (nobody answered: the
+ * row may be seen cancelled before the step's signal aborts, so the mark, not the signal, tells the caller). The
+ * step keeps its lease meanwhile, as during any long tool call.
  */
 import { REQUEST_ELICITATION } from '../../agents/llm/journal.js';
 import type { Event, NewEvent } from '../../core/event.js';
@@ -61,6 +62,11 @@ function elicitationAnswerOf(response: Record<string, unknown> | null): Elicitat
     };
   }
   return { action: action === 'cancel' ? 'cancel' : 'decline' };
+}
+
+/** The answer when nobody answered: the question was withdrawn (a cancelled run, a stopped step). */
+export function withdrawnAnswer(): ElicitationAnswer {
+  return { action: 'cancel', withdrawn: true };
 }
 
 /** The open tool call that asks. */
@@ -121,11 +127,11 @@ export async function askDuringCall(
   scope.stored(stored);
   const deadline = Date.now() + request.timeoutMs;
   for (;;) {
-    if (scope.signal.aborted) return { action: 'cancel' };
+    if (scope.signal.aborted) return withdrawnAnswer();
     const row = await findToolRequest(scope.store.db, id, scope.invocationId);
     if (row?.status === 'answered') return elicitationAnswerOf(row.response);
     // Cancelled with the run, or withdrawn because another attempt took the node over.
-    if (row?.status !== 'pending') return { action: 'cancel' };
+    if (row?.status !== 'pending') return withdrawnAnswer();
     if (Date.now() >= deadline) break;
     await sleep(Math.min(ELICITATION_POLL_MS, deadline - Date.now()), scope.signal);
   }
@@ -161,5 +167,5 @@ export async function askDuringCall(
     return declined;
   }
   const row = await findToolRequest(scope.store.db, id, scope.invocationId);
-  return row?.status === 'answered' ? elicitationAnswerOf(row.response) : { action: 'cancel' };
+  return row?.status === 'answered' ? elicitationAnswerOf(row.response) : withdrawnAnswer();
 }

@@ -22,7 +22,7 @@ import {
 import { getNode, type NodeRow } from '../../store/repos/nodes.js';
 import { reserveLlmCall } from '../../store/repos/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../../store/repos/tool-requests.js';
-import { askDuringCall, type ElicitingCall } from '../auth/elicitation.js';
+import { askDuringCall, withdrawnAnswer, type ElicitingCall } from '../auth/elicitation.js';
 import { runCredentials, type CredentialVault } from '../auth/credential-vault.js';
 import { applyToState } from '../../store/repos/state.js';
 import { exitLoop } from '../../tools/exit-loop.js';
@@ -349,7 +349,7 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   /** Asks the user for input while a tool call is open (see elicitation.ts). */
   async elicit(call: ElicitingCall, request: ElicitationRequest): Promise<ElicitationAnswer> {
-    if (this.signal.aborted) return { action: 'cancel' };
+    if (this.signal.aborted) return withdrawnAnswer();
     await this.flush();
     const { store } = this.deps;
     const [appendInput, stored] = [this.appendInput.bind(this), this.recordStored.bind(this)];

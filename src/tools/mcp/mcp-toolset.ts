@@ -20,7 +20,7 @@ import { zodIssues } from '../../core/validation.js';
 import type { ToolDeclaration } from '../../models/model.js';
 import type { SideEffects, Tool, ToolContext } from '../tool.js';
 import type { Toolset, ToolsetContext } from '../toolset.js';
-import type { ElicitResult } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, McpError, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import { describeServer, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
 import { optionsSchema, type McpToolsetOptions } from './mcp-options.js';
 
@@ -242,8 +242,11 @@ export class McpToolset implements Toolset {
       const client = await connection.client(logger);
       const timeoutMs = this.timeoutMs;
       let hold: (() => () => void) | undefined;
+      /** The call's own signal: aborted when the run is cancelled or the deadline passes (the server is told). */
+      let sent: AbortSignal | undefined;
       connection.onElicit = async (params) => {
         if (params.mode === 'url') return { action: 'decline' };
+        if (sent?.aborted) throw unanswered(this.name);
         const release = hold?.();
         try {
           const answer = await ctx.elicit({
@@ -252,6 +255,11 @@ export class McpToolset implements Toolset {
             source: this.name,
             timeoutMs,
           });
+          // Withdrawn with the call (the run was cancelled): nobody answered. A result would read as the user's own
+          // `cancel`, and the server may take it before our notifications/cancelled (its SDK handles a reply at once
+          // and a notification a tick later, so when both come in one read the reply wins) and finish the call on
+          // it. An error only ends the server's wait, whichever of the two it handles first.
+          if (answer.withdrawn || sent?.aborted) throw unanswered(this.name);
           return answer.action === 'accept'
             ? { action: 'accept', content: answer.content as ElicitResult['content'] }
             : { action: answer.action };
@@ -262,8 +270,9 @@ export class McpToolset implements Toolset {
       try {
         const result = await withDeadline(
           // Connecting may have taken a while: the lease check is the last thing before the call leaves.
-          (signal) =>
-            ctx.sendLeased(() =>
+          (signal) => {
+            sent = signal;
+            return ctx.sendLeased(() =>
               client.callTool(
                 { name, arguments: args, _meta: { [IDEMPOTENCY_META_KEY]: ctx.idempotencyKey } },
                 undefined,
@@ -279,7 +288,8 @@ export class McpToolset implements Toolset {
                     }),
                 },
               ),
-            ),
+            );
+          },
           {
             parent: ctx.signal,
             timeoutMs,
@@ -340,6 +350,17 @@ class McpTool implements Tool {
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown> {
     return this.toolset.call(this.listed.name, args, ctx, this.logger);
   }
+}
+
+/**
+ * The reply to a server's question whose call we cancelled: an error, since nobody answered. (The SDK replies the
+ * same code, "Request was cancelled", when a request it was asked to send was cancelled.)
+ */
+function unanswered(server: string): McpError {
+  return new McpError(
+    ErrorCode.ConnectionClosed,
+    `the call was cancelled: nobody will answer MCP server "${server}"`,
+  );
 }
 
 /** A name for a server without one: its command's base name, or its host. */
