@@ -2,18 +2,29 @@
  * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
  * it locks the node row and proceeds only if the attempt is still ours and the node still running.
  */
-import { NodeSuspended, type NodeRuntime, type SuspendChild } from '../../agents/context.js';
+import {
+  NodeSuspended,
+  type EmitOptions,
+  type NodeRuntime,
+  type SuspendChild,
+} from '../../agents/context.js';
 import { SETTLED, type NodeStatus } from '../../agents/workflow/workflow.js';
 import { AgentloomError, type StoredError } from '../../core/errors.js';
 import type { Content } from '../../core/content.js';
 import type { Event, NewEvent } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
-import type { Model } from '../../models/model.js';
+import type { Model, ModelRequest } from '../../models/model.js';
+import { spendOfUsage, type Spend } from '../../models/budget/budget.js';
+import { priceFor, type PriceTable } from '../../models/budget/pricing.js';
+import { recordSpendTx } from '../../store/repos/spends.js';
+import type { RegisteredApp } from '../apps/registry.js';
+import { gateModelCall, hasBudget } from './budget-gate.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
 import {
   appendEvent,
+  appendEventTx,
   appendPlainPrepared,
   prepareEvent,
   type AppendEventInput,
@@ -48,6 +59,12 @@ export interface NodeRuntimeDeps {
   logger?: Logger;
   /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
   vault?: CredentialVault;
+  /** The apps served (an agent's subtree budgets are found in its tree). */
+  apps?: ReadonlyMap<string, RegisteredApp>;
+  /** Price overrides by model id (`createEngine({ prices })`), over the defaults. */
+  prices?: PriceTable;
+  /** Told what each model call spent, once its event committed (metrics). Must not throw. */
+  onSpend?: (spend: { app: string; agent: string; model: string; spend: Spend }) => void;
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -58,6 +75,8 @@ export interface InvocationInfo {
   userId: string;
   /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
   fork?: Record<string, unknown> | null;
+  /** The run's budget as stored when the step was claimed (null: none; see engine/step/budget-gate.ts). */
+  budget?: Record<string, unknown> | null;
 }
 
 /**
@@ -152,11 +171,21 @@ export class EngineNodeRuntime implements NodeRuntime {
     return { path: this.nodePath, attempt: this.node.attempt };
   }
 
-  async emit(event: NewEvent): Promise<Event> {
+  async emit(event: NewEvent, options: EmitOptions = {}): Promise<Event> {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
     await this.flush();
-    // Fenced: stored only while this attempt still owns the running node (one statement in the common case).
-    const stored = await appendEvent(this.deps.store.db, this.appendInput(event));
+    const spend = this.spendOf(options);
+    // Fenced: stored only while this attempt still owns the running node (one statement in the common case). A
+    // model call's spend commits with its event: a crash before the commit loses both (the call is made again and
+    // counted once), after it neither (the call is never made again).
+    const stored = spend
+      ? await this.deps.store.transaction(async (tx) => {
+          const appended = await appendEventTx(tx, this.appendInput(event));
+          await recordSpendTx(tx, this.invocationId, this.node.agent, spend.spend);
+          return appended;
+        })
+      : await appendEvent(this.deps.store.db, this.appendInput(event));
+    if (spend) this.deps.onSpend?.({ app: this.app, agent: this.node.agent, ...spend });
     // Our own writes are visible to the rest of this step without a read (others' at the next claim).
     const actions = event.actions ?? {};
     this.currentState = applyToState(
@@ -166,6 +195,22 @@ export class EngineNodeRuntime implements NodeRuntime {
     );
     this.recordStored(stored);
     return stored;
+  }
+
+  /**
+   * What a model call's event spends, or undefined when it is not counted: calls are counted when they report usage
+   * or a budget applies (a call without usage then counts as a call of 0 tokens).
+   */
+  private spendOf(options: EmitOptions): { model: string; spend: Spend } | undefined {
+    const call = options.modelCall;
+    if (!call) return undefined;
+    if (!call.usage && !hasBudget(this.invocation.budget, this.agent())) return undefined;
+    return { model: call.model, spend: spendOfUsage(call.usage, priceFor(call.model, this.deps.prices)) };
+  }
+
+  /** This node's agent in its app's tree (undefined outside a registered app). */
+  private agent() {
+    return this.deps.apps?.get(this.app)?.agents.get(this.node.agent);
   }
 
   private recordStored(stored: Event): void {
@@ -258,8 +303,18 @@ export class EngineNodeRuntime implements NodeRuntime {
     return this.lease.send(this.nodePath, this.node.attempt, this.signal, send);
   }
 
-  async reserveLlmCall(): Promise<void> {
+  async checkBudget(request: ModelRequest): Promise<void> {
     await this.flush();
+    const agent = this.agent();
+    // The budgets first: a call they hold back does not count against maxLlmCalls.
+    if (hasBudget(this.invocation.budget, agent)) {
+      const model = typeof request.model === 'string' ? request.model : 'default';
+      await gateModelCall(
+        this.deps.store.db,
+        { invocationId: this.invocationId, agent, agentName: this.node.agent, request },
+        priceFor(model, this.deps.prices),
+      );
+    }
     const result = await reserveLlmCall(this.deps.store.db, this.invocationId);
     if (!result.ok) {
       throw new AgentloomError(
