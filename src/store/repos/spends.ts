@@ -71,7 +71,29 @@ export async function recordSpendTx(
 /** Every agent's spend in an invocation, by agent name. */
 export async function agentSpendsOf(db: Db, invocationId: string): Promise<AgentSpend[]> {
   const rows = await db.select().from(agentSpends).where(eq(agentSpends.invocationId, invocationId));
-  return rows.map((r) => ({
+  return rows.map(agentSpendOf);
+}
+
+/** An `agent_spends` row read as JSON (row_to_json). */
+export function agentSpendFromJson(r: Json): AgentSpend {
+  return agentSpendOf({
+    agent: r.agent as string,
+    modelCalls: Number(r.model_calls),
+    tokens: Number(r.tokens),
+    inputTokens: Number(r.input_tokens),
+    outputTokens: Number(r.output_tokens),
+    costUsd: Number(r.cost_usd),
+    maxTokens: Number(r.max_tokens),
+    maxInputTokens: Number(r.max_input_tokens),
+    maxOutputTokens: Number(r.max_output_tokens),
+    maxCostUsd: Number(r.max_cost_usd),
+  });
+}
+
+function agentSpendOf(
+  r: Omit<typeof agentSpends.$inferSelect, 'invocationId' | 'updatedAt'>,
+): AgentSpend {
+  return {
     agent: r.agent,
     spent: {
       tokens: r.tokens,
@@ -87,7 +109,7 @@ export async function agentSpendsOf(db: Db, invocationId: string): Promise<Agent
       costUsd: r.maxCostUsd,
       modelCalls: r.modelCalls > 0 ? 1 : 0,
     },
-  }));
+  };
 }
 
 /** The invocation's budget (as stored: the run's limits and `agents` overrides) and every agent's spend. */
