@@ -72,7 +72,9 @@ export class BaseAgent {
     }
     this.maxStepMs = options.maxStepMs;
     this.budget =
-      options.budget === undefined ? undefined : validateBudget(options.budget, `agent "${options.name}": budget`);
+      options.budget === undefined
+        ? undefined
+        : validateBudget(options.budget, `agent "${options.name}": budget`);
     this.subAgents = [...(options.subAgents ?? [])];
     for (const child of this.subAgents) {
       if (!(child instanceof BaseAgent)) {

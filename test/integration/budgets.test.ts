@@ -217,7 +217,9 @@ describe.each(postgres)('budgets on $name', (backend) => {
       const paused = await pausedOn(engine, invocationId);
       const calls = models.reduce((n, m) => n + m.calls, 0);
       const overshoot = paused.spent.tokens - 3000;
-      console.log(`parallel budget: ${N} branches, ${calls} calls, spent ${paused.spent.tokens}, overshoot ${overshoot}`);
+      console.log(
+        `parallel budget: ${N} branches, ${calls} calls, spent ${paused.spent.tokens}, overshoot ${overshoot}`,
+      );
       expect(paused.spent.tokens).toBe(calls * 150);
       // Each branch has at most one call in flight; each of them passed the check with what was committed then, so
       // at most N − 1 calls' worth goes past the limit (the one that fitted, plus N − 1 that started with it).
@@ -242,9 +244,9 @@ describe.each(postgres)('budgets on $name', (backend) => {
   });
 
   it('refuses bad budgets naming the field: in code, at enqueue and in YAML', async () => {
-    expect(
-      () => new LlmAgent({ name: 'x', model: model(), budget: { tokens: 1.5 } as never }),
-    ).toThrow(/budget\.tokens must be an integer/);
+    expect(() => new LlmAgent({ name: 'x', model: model(), budget: { tokens: 1.5 } as never })).toThrow(
+      /budget\.tokens must be an integer/,
+    );
     const engine = await engineOn(backend, { apps: [{ name: 'looper', agent: loop(model()) }] });
     try {
       await expect(
@@ -306,7 +308,9 @@ describe.each(postgres)('budgets on $name', (backend) => {
       await engine?.close();
     });
 
-    async function post(body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+    async function post(
+      body: Record<string, unknown>,
+    ): Promise<{ status: number; body: Record<string, unknown> }> {
       const r = await fetch(`${base}/v1/apps/yamlloop/invocations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
@@ -330,7 +334,11 @@ describe.each(postgres)('budgets on $name', (backend) => {
         async (r) => (await r.json()) as Record<string, unknown>,
       );
       expect(got.budget).toEqual({ tokens: 300, costUsd: 1 });
-      expect(got.spent).toMatchObject({ tokens: 300, modelCalls: 2, byAgent: { yaml_worker: { tokens: 300 } } });
+      expect(got.spent).toMatchObject({
+        tokens: 300,
+        modelCalls: 2,
+        byAgent: { yaml_worker: { tokens: 300 } },
+      });
       expect(got.pending).toEqual([
         expect.objectContaining({ kind: 'budget', args: expect.objectContaining({ spent: 300, max: 300 }) }),
       ]);

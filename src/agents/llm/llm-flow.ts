@@ -237,17 +237,20 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const content = withCallIds(response);
   const outputError = recordOutput(agent, content, delta);
   const longRunning = longRunningIds(flow, content);
-  const event = await rt.emit({
-    author: agent.name,
-    content,
-    ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
-    actions: {
-      artifactDelta: {},
-      stateDelta: delta,
-      modelRequest: requestDigest(request),
-      ...(response.usage ? { usage: response.usage } : {}),
+  const event = await rt.emit(
+    {
+      author: agent.name,
+      content,
+      ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
+      actions: {
+        artifactDelta: {},
+        stateDelta: delta,
+        modelRequest: requestDigest(request),
+        ...(response.usage ? { usage: response.usage } : {}),
+      },
     },
-  }, generated ? { modelCall: { model: modelIdOf(agent), usage: generated.usage } } : undefined);
+    generated ? { modelCall: { model: modelIdOf(agent), usage: generated.usage } } : undefined,
+  );
   await rt.fault('after-model-event');
   if (outputError) throw outputError;
   return event;

@@ -335,7 +335,9 @@ export const invocationSchema = z
     budget: z
       .record(z.string(), z.unknown())
       .nullable()
-      .describe("the run's budget as it stands (the app's and the invocation's, raised by answers); null: none"),
+      .describe(
+        "the run's budget as it stands (the app's and the invocation's, raised by answers); null: none",
+      ),
     spent: spentSchema,
   })
   .meta({ id: 'Invocation' });

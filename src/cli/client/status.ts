@@ -10,15 +10,7 @@ import { answerLines, type HintOptions } from './pending.js';
 /** The invocation fields `status` shows. */
 export type StatusView = Pick<
   InvocationJson,
-  | 'id'
-  | 'app'
-  | 'status'
-  | 'definitionHash'
-  | 'llmCalls'
-  | 'maxLlmCalls'
-  | 'error'
-  | 'output'
-  | 'pending'
+  'id' | 'app' | 'status' | 'definitionHash' | 'llmCalls' | 'maxLlmCalls' | 'error' | 'output' | 'pending'
 > &
   Partial<Pick<InvocationJson, 'spent' | 'budget'>>;
 

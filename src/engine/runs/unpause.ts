@@ -4,7 +4,11 @@ import type { Db } from '../../store/db/database.js';
 import { getNode, updateNodeTx } from '../../store/repos/nodes.js';
 
 /** Paused ancestors go back to waiting on their children: workflow nodes `running`, leaves `waiting`. */
-export async function unpauseAncestorsTx(tx: Db, invocationId: string, parentPath: string | null): Promise<void> {
+export async function unpauseAncestorsTx(
+  tx: Db,
+  invocationId: string,
+  parentPath: string | null,
+): Promise<void> {
   for (let path = parentPath; path !== null;) {
     const node = await getNode(tx, invocationId, path, true);
     if (!node) return;

@@ -5,7 +5,9 @@
  * reservation (the largest call of that agent so far in the run, or an estimate for its first). A call that would
  * cross one pauses the node with a `budget` request, or fails it with BUDGET_EXCEEDED under `onExceeded: 'fail'`.
  */
-import { BudgetPaused } from '../../agents/context.js';
+import { BudgetPaused, type EmitOptions } from '../../agents/context.js';
+import { AgentloomError } from '../../core/errors.js';
+import type { Event } from '../../core/event.js';
 import type { BaseAgent } from '../../agents/base-agent.js';
 import { newId } from '../../core/ids.js';
 import type { ModelRequest } from '../../models/model.js';
@@ -21,9 +23,14 @@ import {
   type BudgetCrossing,
   type Spend,
 } from '../../models/budget/budget.js';
-import type { ModelPrice } from '../../models/budget/pricing.js';
+import { spendOfUsage } from '../../models/budget/budget.js';
+import { priceFor, type ModelPrice, type PriceTable } from '../../models/budget/pricing.js';
 import type { Db } from '../../store/db/database.js';
-import { budgetAndSpends, type AgentSpend } from '../../store/repos/spends.js';
+import { appendEventTx, type AppendEventInput } from '../../store/repos/events.js';
+import { reserveLlmCall } from '../../store/repos/invocations.js';
+import { budgetAndSpends, recordSpendTx, type AgentSpend } from '../../store/repos/spends.js';
+import type { Store } from '../../store/store.js';
+import type { RegisteredApp } from '../apps/registry.js';
 
 type Json = Record<string, unknown>;
 
@@ -144,4 +151,79 @@ export async function gateModelCall(
     originalCallId: callId,
     hint: `the next model call of ${input.agentName} would cross ${where}.${crossing.limit} (${crossing.spent} spent + ${crossing.reserved} reserved > ${crossing.max}): raise the budget to continue, or stop the run`,
   });
+}
+
+/** What the budget functions of a step need from the engine. */
+export interface SpendDeps {
+  store: Store;
+  /** The apps served (an agent's subtree budgets are found in its tree). */
+  apps?: ReadonlyMap<string, RegisteredApp>;
+  /** Price overrides by model id (`createEngine({ prices })`), over the defaults. */
+  prices?: PriceTable;
+  /** Told what each model call spent, once its event committed (metrics). Must not throw. */
+  onSpend?: (spend: { app: string; agent: string; model: string; spend: Spend }) => void;
+}
+
+/**
+ * Before a model call of a step: the budgets (a call they hold back does not count against maxLlmCalls), then
+ * `maxLlmCalls` (counted as the call starts, as always: LLM_CALL_BUDGET_EXCEEDED when used up).
+ */
+export async function checkModelCall(
+  deps: SpendDeps,
+  call: {
+    invocationId: string;
+    budget: Json | null | undefined;
+    agent: BaseAgent | undefined;
+    agentName: string;
+    request: ModelRequest;
+  },
+): Promise<void> {
+  const db = deps.store.db;
+  if (hasBudget(call.budget, call.agent)) {
+    const model = typeof call.request.model === 'string' ? call.request.model : 'default';
+    await gateModelCall(db, call, priceFor(model, deps.prices));
+  }
+  const result = await reserveLlmCall(db, call.invocationId);
+  if (!result.ok) {
+    throw new AgentloomError(
+      'LLM_CALL_BUDGET_EXCEEDED',
+      `the invocation used its ${result.max} model calls (maxLlmCalls); raise maxLlmCalls when enqueuing or retrying`,
+      { details: { used: result.used, max: result.max } },
+    );
+  }
+}
+
+/**
+ * What a model call's event spends, or undefined when it is not counted: calls are counted when they report usage
+ * or a budget applies (a call without usage then counts as a call of 0 tokens).
+ */
+export function modelCallSpend(
+  deps: SpendDeps,
+  budget: Json | null | undefined,
+  agent: BaseAgent | undefined,
+  options: EmitOptions,
+): { model: string; spend: Spend } | undefined {
+  const call = options.modelCall;
+  if (!call) return undefined;
+  if (!call.usage && !hasBudget(budget, agent)) return undefined;
+  return { model: call.model, spend: spendOfUsage(call.usage, priceFor(call.model, deps.prices)) };
+}
+
+/**
+ * Stores a model call's event (fenced) and adds its spend to its agent's row in one transaction: a crash before the
+ * commit loses both (the call is made again and counted once), after it neither (the call is never made again).
+ */
+export async function appendModelEvent(
+  deps: SpendDeps,
+  input: AppendEventInput,
+  spent: { app: string; model: string; spend: Spend },
+): Promise<Event> {
+  const agent = input.event.author;
+  const stored = await deps.store.transaction(async (tx) => {
+    const appended = await appendEventTx(tx, input);
+    await recordSpendTx(tx, input.invocationId as string, agent, spent.spend);
+    return appended;
+  });
+  deps.onSpend?.({ ...spent, agent });
+  return stored;
 }

@@ -15,23 +15,17 @@ import type { Event, NewEvent } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
 import type { Model, ModelRequest } from '../../models/model.js';
-import { spendOfUsage, type Spend } from '../../models/budget/budget.js';
-import { priceFor, type PriceTable } from '../../models/budget/pricing.js';
-import { recordSpendTx } from '../../store/repos/spends.js';
-import type { RegisteredApp } from '../apps/registry.js';
-import { gateModelCall, hasBudget } from './budget-gate.js';
+import { appendModelEvent, checkModelCall, modelCallSpend, type SpendDeps } from './budget-gate.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
 import {
   appendEvent,
-  appendEventTx,
   appendPlainPrepared,
   prepareEvent,
   type AppendEventInput,
   type PreparedEvent,
 } from '../../store/repos/events.js';
 import { getNode, type NodeRow } from '../../store/repos/nodes.js';
-import { reserveLlmCall } from '../../store/repos/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../../store/repos/tool-requests.js';
 import { askDuringCall, type ElicitingCall } from '../auth/elicitation.js';
 import { runCredentials, type CredentialVault } from '../auth/credential-vault.js';
@@ -42,8 +36,8 @@ import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '
 import type { Toolset } from '../../tools/toolset.js';
 import { stopped, type LeaseGuard } from './lease-guard.js';
 
-/** What the runtime needs from the engine. */
-export interface NodeRuntimeDeps {
+/** What the runtime needs from the engine (SpendDeps: the apps, prices, spends' reports). */
+export interface NodeRuntimeDeps extends SpendDeps {
   store: Store;
   models: ReadonlyMap<string, Model>;
   defaultModel: (name: string) => Model | undefined;
@@ -59,12 +53,6 @@ export interface NodeRuntimeDeps {
   logger?: Logger;
   /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
   vault?: CredentialVault;
-  /** The apps served (an agent's subtree budgets are found in its tree). */
-  apps?: ReadonlyMap<string, RegisteredApp>;
-  /** Price overrides by model id (`createEngine({ prices })`), over the defaults. */
-  prices?: PriceTable;
-  /** Told what each model call spent, once its event committed (metrics). Must not throw. */
-  onSpend?: (spend: { app: string; agent: string; model: string; spend: Spend }) => void;
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -174,18 +162,12 @@ export class EngineNodeRuntime implements NodeRuntime {
   async emit(event: NewEvent, options: EmitOptions = {}): Promise<Event> {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
     await this.flush();
-    const spend = this.spendOf(options);
-    // Fenced: stored only while this attempt still owns the running node (one statement in the common case). A
-    // model call's spend commits with its event: a crash before the commit loses both (the call is made again and
-    // counted once), after it neither (the call is never made again).
+    const spend = modelCallSpend(this.deps, this.invocation.budget, this.agent(), options);
+    // Fenced: stored only while this attempt still owns the running node (one statement in the common case); a
+    // model call's spend in the same commit (budget-gate.ts).
     const stored = spend
-      ? await this.deps.store.transaction(async (tx) => {
-          const appended = await appendEventTx(tx, this.appendInput(event));
-          await recordSpendTx(tx, this.invocationId, this.node.agent, spend.spend);
-          return appended;
-        })
+      ? await appendModelEvent(this.deps, this.appendInput(event), { app: this.app, ...spend })
       : await appendEvent(this.deps.store.db, this.appendInput(event));
-    if (spend) this.deps.onSpend?.({ app: this.app, agent: this.node.agent, ...spend });
     // Our own writes are visible to the rest of this step without a read (others' at the next claim).
     const actions = event.actions ?? {};
     this.currentState = applyToState(
@@ -195,17 +177,6 @@ export class EngineNodeRuntime implements NodeRuntime {
     );
     this.recordStored(stored);
     return stored;
-  }
-
-  /**
-   * What a model call's event spends, or undefined when it is not counted: calls are counted when they report usage
-   * or a budget applies (a call without usage then counts as a call of 0 tokens).
-   */
-  private spendOf(options: EmitOptions): { model: string; spend: Spend } | undefined {
-    const call = options.modelCall;
-    if (!call) return undefined;
-    if (!call.usage && !hasBudget(this.invocation.budget, this.agent())) return undefined;
-    return { model: call.model, spend: spendOfUsage(call.usage, priceFor(call.model, this.deps.prices)) };
   }
 
   /** This node's agent in its app's tree (undefined outside a registered app). */
@@ -305,24 +276,9 @@ export class EngineNodeRuntime implements NodeRuntime {
 
   async checkBudget(request: ModelRequest): Promise<void> {
     await this.flush();
-    const agent = this.agent();
-    // The budgets first: a call they hold back does not count against maxLlmCalls.
-    if (hasBudget(this.invocation.budget, agent)) {
-      const model = typeof request.model === 'string' ? request.model : 'default';
-      await gateModelCall(
-        this.deps.store.db,
-        { invocationId: this.invocationId, agent, agentName: this.node.agent, request },
-        priceFor(model, this.deps.prices),
-      );
-    }
-    const result = await reserveLlmCall(this.deps.store.db, this.invocationId);
-    if (!result.ok) {
-      throw new AgentloomError(
-        'LLM_CALL_BUDGET_EXCEEDED',
-        `the invocation used its ${result.max} model calls (maxLlmCalls); raise maxLlmCalls when enqueuing or retrying`,
-        { details: { used: result.used, max: result.max } },
-      );
-    }
+    const { invocationId, invocation } = this;
+    const call = { invocationId, budget: invocation.budget, agent: this.agent(), agentName: this.node.agent };
+    await checkModelCall(this.deps, { ...call, request });
   }
 
   /** Set in a replay run (engine.replay): models and tools answer from the recorded run. */

@@ -90,9 +90,7 @@ export function agentSpendFromJson(r: Json): AgentSpend {
   });
 }
 
-function agentSpendOf(
-  r: Omit<typeof agentSpends.$inferSelect, 'invocationId' | 'updatedAt'>,
-): AgentSpend {
+function agentSpendOf(r: Omit<typeof agentSpends.$inferSelect, 'invocationId' | 'updatedAt'>): AgentSpend {
   return {
     agent: r.agent,
     spent: {
@@ -131,5 +129,8 @@ export async function budgetAndSpends(
 
 /** Replaces the invocation's stored budget (in the caller's transaction; the row is locked by the caller). */
 export async function setBudgetTx(tx: Db, invocationId: string, budget: Json | null): Promise<void> {
-  await tx.update(invocations).set({ budget, updatedAt: sql`now()` }).where(eq(invocations.id, invocationId));
+  await tx
+    .update(invocations)
+    .set({ budget, updatedAt: sql`now()` })
+    .where(eq(invocations.id, invocationId));
 }

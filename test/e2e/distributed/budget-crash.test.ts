@@ -8,7 +8,14 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO } from '../../support/cli.js';
-import { Cluster, fileServices, marksOf, nodeLease, waitForMarks, type NodeLease } from '../../support/cluster.js';
+import {
+  Cluster,
+  fileServices,
+  marksOf,
+  nodeLease,
+  waitForMarks,
+  type NodeLease,
+} from '../../support/cluster.js';
 import { waitFor } from '../../support/wait-for.js';
 import { CALL_USAGE } from '../fixtures/budget-apps.js';
 
@@ -73,7 +80,8 @@ describe('budget spend across SIGKILLed workers', () => {
     // The spend is exactly the usage of the calls whose events were stored: two, 300 tokens (never 150 × 3).
     const usages: number[] = [];
     for await (const event of engine.events(id)) {
-      if (event.author === 'spender' && event.actions.usage) usages.push(event.actions.usage.totalTokens ?? 0);
+      if (event.author === 'spender' && event.actions.usage)
+        usages.push(event.actions.usage.totalTokens ?? 0);
     }
     expect(usages).toEqual([CALL_USAGE.totalTokens, CALL_USAGE.totalTokens]);
     expect(await spentTokens(id)).toBe(300);
