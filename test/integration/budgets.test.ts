@@ -22,8 +22,6 @@ import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import { StepMetrics } from '../../src/workers/step-metrics.js';
 import { backends, engineOn } from '../support/engines.js';
 
-const postgres = backends.filter((b) => b.name === 'postgres');
-
 /** Each call reports 150 tokens (100 in, 50 out). */
 const USAGE = { promptTokens: 100, outputTokens: 50, totalTokens: 150 };
 
@@ -53,7 +51,7 @@ async function pausedOn(engine: Engine, id: string): Promise<InvocationView> {
   return view;
 }
 
-describe.each(postgres)('budgets on $name', (backend) => {
+describe.each(backends)('budgets on $name', (backend) => {
   it('pauses a loop at exactly the 7th call under tokens: 1000 (900 spent); raising resumes it, stop cancels', async () => {
     const m = model();
     const metrics = new StepMetrics({ processMetrics: false });
