@@ -1,12 +1,14 @@
 /**
  * Answering one paused call: Approve / Reject a confirmation (with an optional note or JSON payload), a JSON
  * response to a long-running call (a remote agent's question: text or JSON, remote-answer.tsx), rerun / skip / fail for an in-doubt call, and the fields a question (an MCP
- * elicitation) asks for with Accept / Decline / Cancel, and the credential a tool needs (auth-fields.tsx). JSON is
+ * elicitation) asks for with Accept / Decline / Cancel, the credential a tool needs (auth-fields.tsx), and a raise or
+ * a stop for a budget pause (budget-answer.tsx). JSON is
  * checked before it is sent. An answer someone gave first (409) is shown with who gave it and when.
  */
 import { useState } from 'preact/hooks';
 import { ApiError, postJson } from './api';
 import { AuthFields } from './auth-fields';
+import { BudgetFields } from './budget-answer';
 import { ActionButton, LabeledTextarea } from './fields';
 import { when } from './format';
 import { isRemoteQuestion, RemoteAnswerFields } from './remote-answer';
@@ -240,6 +242,9 @@ export function AnswerForm({ invocationId, call, onAnswered, onOutcome }: Props)
           busy={busy}
           onAnswer={(answer) => respond(answer, 'adk_request_credential')}
         />
+      )}
+      {call.kind === 'budget' && (
+        <BudgetFields call={call} fieldId={fieldId} busy={busy} onAnswer={(answer) => void respond(answer)} />
       )}
       {error && (
         <p class="error" role="alert">

@@ -38,5 +38,7 @@ export function kindLabel(kind: string): string {
         ? 'question'
         : kind === 'auth'
           ? 'credential'
-          : 'in-doubt call';
+          : kind === 'budget'
+            ? 'budget'
+            : 'in-doubt call';
 }

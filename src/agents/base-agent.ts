@@ -4,6 +4,7 @@
  */
 import { AgentloomError } from '../core/errors.js';
 import { createEvent, type Event } from '../core/event.js';
+import { validateBudget, type Budget } from '../models/budget/budget.js';
 import type { InvocationContext, LeafOutcome, NodeRuntime } from './context.js';
 
 /** What kind of node an agent becomes. */
@@ -20,6 +21,11 @@ export interface BaseAgentOptions {
    * model or tool call cannot hold a worker forever. Default: the engine's `maxStepMs` (10 minutes).
    */
   maxStepMs?: number;
+  /**
+   * A budget of the model calls of this agent and every agent below it, in each run (README "Budgets"): checked
+   * before each of their model calls, with the run's own budget.
+   */
+  budget?: Budget;
 }
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
@@ -31,6 +37,8 @@ export class BaseAgent {
   readonly subAgents: readonly BaseAgent[];
   /** This agent's step deadline (ms), when it overrides the engine's. */
   readonly maxStepMs: number | undefined;
+  /** The budget of this agent's subtree, if any (not part of the definition hash: it may change between runs). */
+  readonly budget: Budget | undefined;
   private parent: BaseAgent | undefined;
 
   constructor(options: BaseAgentOptions) {
@@ -63,6 +71,10 @@ export class BaseAgent {
       );
     }
     this.maxStepMs = options.maxStepMs;
+    this.budget =
+      options.budget === undefined
+        ? undefined
+        : validateBudget(options.budget, `agent "${options.name}": budget`);
     this.subAgents = [...(options.subAgents ?? [])];
     for (const child of this.subAgents) {
       if (!(child instanceof BaseAgent)) {

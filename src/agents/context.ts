@@ -5,7 +5,7 @@
 import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
-import type { Model } from '../models/model.js';
+import type { Model, ModelRequest, ModelUsage } from '../models/model.js';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { AuthCredential, ToolAuth } from '../tools/auth.js';
@@ -43,7 +43,7 @@ export interface InvocationContext {
 export interface PauseRequest {
   /** The id to answer: the adk_request_confirmation call id, or the long-running call's own id. */
   callId: string;
-  kind: 'confirmation' | 'long_running' | 'in_doubt' | 'auth';
+  kind: 'confirmation' | 'long_running' | 'in_doubt' | 'auth' | 'budget';
   /** The original tool call. */
   name: string;
   args: Record<string, unknown>;
@@ -88,8 +88,11 @@ export interface NodeRuntime {
   state(): Record<string, unknown>;
   /** An instruction replacing the agent's own in this invocation (a fork's `instruction`), if any. */
   instructionOverride?(agentName: string): string | undefined;
-  /** Appends an event of this node (fenced); resolves with the stored event. */
-  emit(event: NewEvent): Promise<Event>;
+  /**
+   * Appends an event of this node (fenced); resolves with the stored event. With `modelCall`, the event is a model
+   * call's response: the call's spend (its usage, priced) is counted in the same commit.
+   */
+  emit(event: NewEvent, options?: EmitOptions): Promise<Event>;
   /**
    * Appends an event of this node (fenced) that nothing in this step reads back: stored before the step's next
    * write, model call, tool call, child or history read (or shortly after, if none comes), and otherwise in the
@@ -109,8 +112,13 @@ export interface NodeRuntime {
    * events are stored first.
    */
   sendLeased<T>(send: () => Promise<T>): Promise<T>;
-  /** Counts one model call against the invocation's budget; throws LLM_CALL_BUDGET_EXCEEDED when spent. */
-  reserveLlmCall(): Promise<void>;
+  /**
+   * Called before a model call leaves: checks the budgets (the run's, and those of the agent's subtree and its
+   * ancestors') against what is spent plus this call's reservation, then counts the call against `maxLlmCalls`.
+   * Throws {@link BudgetPaused} (the node pauses with a `budget` request), BUDGET_EXCEEDED (`onExceeded: 'fail'`) or
+   * LLM_CALL_BUDGET_EXCEEDED.
+   */
+  checkBudget(request: ModelRequest): Promise<void>;
   /** Resolves a model reference (an instance or a registered name). */
   resolveModel(ref: Model | string | undefined): Model;
   /** Resolves a tool reference (an instance or the name of a built-in or registered tool). */
@@ -145,6 +153,24 @@ export interface NodeRuntime {
     call: { id: string; name: string; args: Record<string, unknown> },
     request: ElicitationRequest,
   ): Promise<ElicitationAnswer>;
+}
+
+/** Options of {@link NodeRuntime.emit}. */
+export interface EmitOptions {
+  /** The event is the response of a model call: `model` names it (for its price), `usage` is what it reported. */
+  modelCall?: { model: string; usage: ModelUsage | undefined };
+}
+
+/**
+ * Thrown by `checkBudget` when the next model call would cross a budget whose `onExceeded` is 'pause': the leaf
+ * pauses with `request` (kind `budget`) and holds no worker until a person raises the budget or stops the run.
+ * Control flow, never a failure.
+ */
+export class BudgetPaused extends Error {
+  readonly budgetPause = true;
+  constructor(readonly request: PauseRequest) {
+    super('the next model call would cross a budget: paused for a person to raise it or stop the run');
+  }
 }
 
 /** What a leaf activation ended with. Waiting for a child is signalled by `runChild` throwing. */

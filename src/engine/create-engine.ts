@@ -23,6 +23,7 @@ import { loadAppsModule } from './apps/apps-module.js';
 import { buildProviderModels } from './apps/provider-models.js';
 import { Engine } from './engine.js';
 import type { EngineOptions, QueueOption } from './engine-options.js';
+import { validatePriceTable } from '../models/budget/pricing.js';
 import { authToolsOf, checkDeclaredAuths, declaredAuths, registerApps } from './apps/registry.js';
 import { redirectUriOf } from './auth/oauth2.js';
 import { oauthFlow } from '../tools/auth.js';
@@ -128,6 +129,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const env = loadEnv();
   checkPositive(options.leaseMs, 'leaseMs', '15000');
   checkPositive(options.maxStepMs, 'maxStepMs', '600000');
+  if (options.prices !== undefined) validatePriceTable(options.prices);
   // YAML apps check the tool and model names they use against the registries given here.
   const loaded =
     typeof options.apps === 'string'

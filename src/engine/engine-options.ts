@@ -5,6 +5,7 @@
 import type { Logger } from 'pino';
 import type { Bus } from '../core/bus.js';
 import type { Model } from '../models/model.js';
+import type { PriceTable } from '../models/budget/pricing.js';
 import type { ModelEnv } from '../models/model-ids.js';
 import type { StepQueue } from '../queue/step-queue.js';
 import type { Store } from '../store/store.js';
@@ -64,6 +65,11 @@ export interface EngineOptions {
   maxStepMs?: number;
   /** Default LLM-call budget per invocation. Default 500. */
   maxLlmCalls?: number;
+  /**
+   * Model prices (USD per million input, output and cached input tokens) by model id or registered model name,
+   * over the defaults of the providers we ship (README "Budgets"): what `costUsd` budgets count.
+   */
+  prices?: PriceTable;
   /** Named fault points for durability tests: throw or hang to simulate a crash at that point. */
   faults?: (
     point: string,

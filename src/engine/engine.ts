@@ -322,6 +322,7 @@ export class Engine {
         details: { field: 'functionResponses' },
       });
     }
+    const stopped: string[] = [];
     for (const response of input.functionResponses) {
       // An OAuth2 callback URL: its code is redeemed first (an HTTP call, outside the answer's transaction).
       const credential = await redeemAuthAnswer(this.authDeps, response, input.invocationId);
@@ -334,9 +335,12 @@ export class Engine {
         });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
         this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
+        if (answered.stopped) stopped.push(answered.invocationId);
         // An answer may resume other runs too (one consent, every call waiting for that credential).
         return definitionsOf(tx, answered.jobs);
       });
+      // A budget pause answered "stop" cancelled its run: its other running steps stop now.
+      for (const id of stopped.splice(0)) this.stopSteps(id, 'cancelled');
       if (credential)
         await this.authDeps.fault('after-credential-stored', { invocationId: '', path: '', attempt: 0 });
       for (const [definition, jobs] of groups) await this.wake(jobs, definition);

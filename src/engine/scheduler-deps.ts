@@ -9,7 +9,7 @@ import type { Model } from '../models/model.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { traceModel, traceTool } from './observe/call-trace.js';
-import { notify, observeModel, observeTool, type StepRun } from './observe/observer.js';
+import { notify, observeModel, observeTool, type SpendEnd, type StepRun } from './observe/observer.js';
 import type { SchedulerDeps } from './step/step-env.js';
 
 /** What only the engine knows: this worker's identity and lease, and where partial events and ends go. */
@@ -65,6 +65,10 @@ export function schedulerDeps(
       await options.faults?.(point, info);
     },
     partials: hooks.publishPartial,
+    ...(options.prices ? { prices: options.prices } : {}),
+    ...(observer?.onSpend
+      ? { onSpend: (spend: SpendEnd) => notify(observer.onSpend?.bind(observer), spend, logger) }
+      : {}),
     onInvocationEnded: hooks.onInvocationEnded,
     ...(wrapsModels ? { observeModel: cachedPerInstance(wrapModel) } : {}),
     ...(wrapsTools ? { observeTool: cachedPerInstance(wrapTool) } : {}),

@@ -39,6 +39,8 @@ export class StepMetrics {
   readonly modelCalls: Counter<'model' | 'outcome'>;
   readonly modelDuration: Histogram<'model' | 'outcome'>;
   readonly modelTokens: Counter<'model' | 'kind'>;
+  readonly spentTokens: Counter<'app' | 'agent'>;
+  readonly spentCost: Counter<'app' | 'agent'>;
   readonly toolCalls: Counter<'tool' | 'outcome'>;
   readonly toolDuration: Histogram<'tool' | 'outcome'>;
   readonly prunedRows: Counter<'table'>;
@@ -106,6 +108,18 @@ export class StepMetrics {
       labelNames: ['provider', 'model', 'kind'],
       registers,
     });
+    this.spentTokens = new Counter({
+      name: 'agentloom_spent_tokens_total',
+      help: 'Tokens of model calls as budgets count them (committed with the call’s event), by app and agent',
+      labelNames: ['app', 'agent'],
+      registers,
+    });
+    this.spentCost = new Counter({
+      name: 'agentloom_spent_cost_usd_total',
+      help: 'Cost in USD of model calls at the price table, as budgets count it, by app and agent',
+      labelNames: ['app', 'agent'],
+      registers,
+    });
     this.toolCalls = new Counter({
       name: 'agentloom_tool_calls_total',
       help: 'Tool calls run by this process, by tool and outcome (ok, error: the tool threw)',
@@ -153,6 +167,10 @@ export class StepMetrics {
         if (promptTokens) this.modelTokens.inc({ ...model, kind: 'prompt' }, promptTokens);
         if (outputTokens) this.modelTokens.inc({ ...model, kind: 'output' }, outputTokens);
         if (cachedTokens) this.modelTokens.inc({ ...model, kind: 'cached' }, cachedTokens);
+      },
+      onSpend: ({ app, agent, spend }) => {
+        this.spentTokens.inc({ app, agent }, spend.tokens);
+        this.spentCost.inc({ app, agent }, spend.costUsd);
       },
       onPrune: (counts) => {
         for (const [table, rows] of Object.entries(PRUNED_TABLES))

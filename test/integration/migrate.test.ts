@@ -65,6 +65,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0006_invocations_ended_idx',
         '0007_invocation_traceparent',
         '0008_invocations_fork',
+        '0009_budgets_agent_spends',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
@@ -72,6 +73,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         sql`select table_name from information_schema.tables where table_schema = 'public' order by 1`,
       );
       expect(tables.map((r) => r.table_name)).toEqual([
+        'agent_spends',
         'app_states',
         'artifacts',
         'credentials',

@@ -15,7 +15,13 @@ import { FunctionTool } from '../../tools/function-tool.js';
 import { isToolset } from '../../tools/toolset.js';
 import { invocationContextOf } from '../base-agent.js';
 import { runChain, type CallbackContext } from './callbacks.js';
-import { NodeSuspended, type LeafOutcome, type NodeRuntime, type PauseRequest } from '../context.js';
+import {
+  BudgetPaused,
+  NodeSuspended,
+  type LeafOutcome,
+  type NodeRuntime,
+  type PauseRequest,
+} from '../context.js';
 import { buildHistory } from './history.js';
 import { renderInstruction } from './instructions.js';
 import { Journal } from './journal.js';
@@ -134,11 +140,11 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   };
 }
 
-/** Reserves one call of the invocation's budget and calls the model (onModelErrorCallback recovers its errors). */
+/** Checks the budgets and calls the model (onModelErrorCallback recovers its errors). */
 async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext): Promise<ModelResponse> {
   const { agent, rt } = flow;
-  // The budget counts real model calls only: a beforeModelCallback answer never reaches this point.
-  await rt.reserveLlmCall();
+  // The budgets count real model calls only: a beforeModelCallback answer never reaches this point.
+  await rt.checkBudget(request);
   try {
     const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
     const model = rt.resolveModel(agent.options.model);
@@ -222,27 +228,38 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const request = await buildRequest(flow, callIndex);
   const delta: Record<string, unknown> = {};
   const cbx = callbackContext(flow, delta);
-  let response =
-    (await runChain(agent.callbacks.beforeModelCallback, cbx, request)) ??
-    (await generate(flow, request, cbx));
+  const answered = await runChain(agent.callbacks.beforeModelCallback, cbx, request);
+  const generated = answered ? undefined : await generate(flow, request, cbx);
+  // Crash here → the call's spend was not counted and its event not stored: the next attempt calls again.
+  if (generated) await rt.fault('after-model-call');
+  let response = (answered ?? generated) as ModelResponse;
   response = (await runChain(agent.callbacks.afterModelCallback, cbx, response)) ?? response;
   const content = withCallIds(response);
   const outputError = recordOutput(agent, content, delta);
   const longRunning = longRunningIds(flow, content);
-  const event = await rt.emit({
-    author: agent.name,
-    content,
-    ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
-    actions: {
-      artifactDelta: {},
-      stateDelta: delta,
-      modelRequest: requestDigest(request),
-      ...(response.usage ? { usage: response.usage } : {}),
+  const event = await rt.emit(
+    {
+      author: agent.name,
+      content,
+      ...(longRunning.length > 0 ? { longRunningToolIds: longRunning } : {}),
+      actions: {
+        artifactDelta: {},
+        stateDelta: delta,
+        modelRequest: requestDigest(request),
+        ...(response.usage ? { usage: response.usage } : {}),
+      },
     },
-  });
+    generated ? { modelCall: { model: modelIdOf(agent), usage: generated.usage } } : undefined,
+  );
   await rt.fault('after-model-event');
   if (outputError) throw outputError;
   return event;
+}
+
+/** The model id an agent's calls are priced by: its model's id or registered name, else the model's own name. */
+function modelIdOf(agent: LlmFlowAgent): string {
+  const model = agent.options.model;
+  return typeof model === 'string' ? model : (model?.name ?? 'default');
 }
 
 /** The final value of a response: its text, or with outputSchema the parsed and validated JSON. */
@@ -303,6 +320,8 @@ export async function runLlmFlow(agent: LlmFlowAgent, rt: NodeRuntime): Promise<
       try {
         modelEvent = await callModel(flow, round);
       } catch (err) {
+        // Over a budget with onExceeded 'pause': the node pauses before the call; answered, it runs from here.
+        if (err instanceof BudgetPaused) return { status: 'paused', requests: [err.request] };
         // Infrastructure faults (storing the response, reading history) leave the step for the queue to re-run.
         if (isControlFlow(err)) throw err;
         return { status: 'failed', error: toStoredError(err) };

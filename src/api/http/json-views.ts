@@ -39,6 +39,8 @@ export function invocationJson(view: InvocationView, traceUrl?: string): Invocat
     createdAt: view.createdAt.toISOString(),
     updatedAt: view.updatedAt.toISOString(),
     pending: view.pending,
+    budget: view.budget,
+    spent: view.spent,
     ...(view.forkedFrom ? { forkedFrom: view.forkedFrom, fork: view.fork ?? {} } : {}),
   };
 }

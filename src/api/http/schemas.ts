@@ -102,6 +102,12 @@ export const enqueueBodySchema = z.strictObject({
     .describe('the user message: text, or a Content {role, parts}'),
   stateDelta: jsonObject.optional(),
   maxLlmCalls: z.number().int().min(1).max(1_000_000).optional(),
+  budget: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe(
+      "this run's budget, over the app's field by field: {tokens?, inputTokens?, outputTokens?, costUsd?, modelCalls?, onExceeded?: 'pause'|'fail'}",
+    ),
   idempotencyKey: text(256).optional(),
   startAt: z
     .enum(['auto', 'root'])
@@ -299,6 +305,19 @@ const invocationFields = {
     .describe('how it was forked: {at, state?, instruction?, input?}'),
 };
 
+const spendFields = {
+  tokens: z.number(),
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  costUsd: z.number().describe('USD at the price table'),
+  modelCalls: z.number().int(),
+};
+
+const spentSchema = z
+  .object({ ...spendFields, byAgent: z.record(z.string(), z.object(spendFields)) })
+  .describe("what the run's counted model calls spent, in total and by agent")
+  .meta({ id: 'Spent' });
+
 export const invocationSummarySchema = z.object(invocationFields).meta({ id: 'InvocationSummary' });
 export const invocationSchema = z
   .object({
@@ -313,6 +332,13 @@ export const invocationSchema = z
       .optional()
       .describe('where the trace is shown (AGENTLOOM_TRACE_URL with the trace id)'),
     pending: z.array(pendingCallSchema),
+    budget: z
+      .record(z.string(), z.unknown())
+      .nullable()
+      .describe(
+        "the run's budget as it stands (the app's and the invocation's, raised by answers); null: none",
+      ),
+    spent: spentSchema,
   })
   .meta({ id: 'Invocation' });
 export type InvocationJson = z.infer<typeof invocationSchema>;

@@ -100,6 +100,15 @@ export function answerLines(
     ];
   }
   if (call.kind === 'auth') return authLines(invocationId, call, o, indent);
+  if (call.kind === 'budget') {
+    const { limit, max } = call.args as { limit?: string; max?: number };
+    const raise = JSON.stringify({ action: 'raise', budget: { [limit ?? 'tokens']: (max ?? 0) * 2 } });
+    return [
+      `${indent}asks:    ${call.hint ?? 'the next model call would cross a budget'}`,
+      `${indent}raise:   ${cliLine(['respond', invocationId, id, raise], o)}`,
+      `${indent}stop:    ${cliLine(['respond', invocationId, id, '{"action":"stop"}'], o)}`,
+    ];
+  }
   if (call.kind === 'elicitation') {
     const fields = Object.keys(
       ((call.elicitation?.requestedSchema as { properties?: object } | undefined)?.properties ??

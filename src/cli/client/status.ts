@@ -11,7 +11,8 @@ import { answerLines, type HintOptions } from './pending.js';
 export type StatusView = Pick<
   InvocationJson,
   'id' | 'app' | 'status' | 'definitionHash' | 'llmCalls' | 'maxLlmCalls' | 'error' | 'output' | 'pending'
->;
+> &
+  Partial<Pick<InvocationJson, 'spent' | 'budget'>>;
 
 /** The node tree, depth first from the root, siblings in the order the API lists them (creation order). */
 function treeLines(nodes: NodeJson[]): string[] {
@@ -38,6 +39,14 @@ export function formatStatus(view: StatusView, nodes: NodeJson[], hints?: HintOp
     `definition ${view.definitionHash}  (run only by workers serving this definition of "${view.app}")`,
     `model calls ${view.llmCalls}/${view.maxLlmCalls}`,
   ];
+  if (view.spent && view.spent.modelCalls > 0) {
+    const { tokens, costUsd } = view.spent;
+    const limit = view.budget ? `  budget ${JSON.stringify(view.budget)}` : '';
+    lines.push(`spent ${tokens} tokens  $${costUsd.toFixed(4)}${limit}`);
+    for (const [agent, s] of Object.entries(view.spent.byAgent)) {
+      lines.push(`  ${agent}: ${s.tokens} tokens  $${s.costUsd.toFixed(4)}  ${s.modelCalls} calls`);
+    }
+  }
   if (view.error) lines.push(`error ${view.error.code}: ${view.error.message}`);
   if (view.output !== null && view.status === 'completed') lines.push(`output ${view.output}`);
   lines.push('nodes', ...treeLines(nodes));

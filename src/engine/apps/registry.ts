@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { BaseAgent } from '../../agents/base-agent.js';
 import { LlmAgent } from '../../agents/llm/llm-agent.js';
 import { AgentloomError } from '../../core/errors.js';
+import { validateBudget, type Budget } from '../../models/budget/budget.js';
 import type { Toolset } from '../../tools/toolset.js';
 import type { Tool } from '../../tools/tool.js';
 import { credentialKeyOf, type ToolAuth } from '../../tools/auth.js';
@@ -14,6 +15,8 @@ export interface AppDefinition {
   agent: BaseAgent;
   /** The kagent namespace of an app loaded from kagent manifests (its A2A path `/api/a2a/{namespace}/{app}`). */
   namespace?: string;
+  /** The budget of every run of the app (README "Budgets"); an invocation's own budget overrides it field by field. */
+  budget?: Budget;
 }
 
 /** A registered app. */
@@ -26,6 +29,8 @@ export interface RegisteredApp {
   definitionHash: string;
   /** The kagent namespace of an app loaded from kagent manifests; undefined for code and native YAML apps. */
   namespace?: string;
+  /** The budget of every run of the app, checked. */
+  budget?: Budget;
 }
 
 function indexAgents(root: BaseAgent, into: Map<string, BaseAgent>): void {
@@ -81,6 +86,9 @@ export function registerApps(apps: readonly AppDefinition[]): Map<string, Regist
       agents,
       definitionHash,
       ...(app.namespace ? { namespace: app.namespace } : {}),
+      ...(app.budget === undefined
+        ? {}
+        : { budget: validateBudget(app.budget, `app "${app.name}": budget`) }),
     });
   }
   return registry;

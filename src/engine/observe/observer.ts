@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { ChildPaused } from '../../agents/llm/tool-call.js';
 import type { Model, ModelUsage } from '../../models/model.js';
+import type { Spend } from '../../models/budget/budget.js';
 import type { StepHandler } from '../../queue/step-queue.js';
 import type { PruneCounts } from '../../store/repos/prune.js';
 import { wrapTool, type Tool } from '../../tools/tool.js';
@@ -60,6 +61,15 @@ export interface ModelCallEnd {
   usage?: ModelUsage;
 }
 
+/** What one model call spent, as budgets count it (README "Budgets"). */
+export interface SpendEnd {
+  app: string;
+  agent: string;
+  /** The model id or registered name its price was looked up by. */
+  model: string;
+  spend: Spend;
+}
+
 /** One tool call (`Tool.run`, after any confirmation); a call suspended until a child agent ends is not one. */
 export interface ToolCallEnd {
   tool: string;
@@ -80,6 +90,8 @@ export interface EngineObserver {
   /** A claimed step of a leaf ended. */
   onStep?(step: StepRun): void;
   onModelCall?(call: ModelCallEnd): void;
+  /** A model call's spend was counted (committed with its event): what budgets count. */
+  onSpend?(spend: SpendEnd): void;
   onToolCall?(call: ToolCallEnd): void;
   /** Retention deleted a batch of ended runs (rows per table). */
   onPrune?(counts: PrunedRows): void;

@@ -6,6 +6,7 @@
 import { WorkflowAgent } from '../../agents/workflow/workflow.js';
 import { userText, type Content } from '../../core/content.js';
 import { AgentloomError } from '../../core/errors.js';
+import { validateBudget, type Budget } from '../../models/budget/budget.js';
 import { newId } from '../../core/ids.js';
 import { formatTraceparent, parseTraceparent } from '../../core/trace-context.js';
 import { appendEventTx, prepareEvent } from '../../store/repos/events.js';
@@ -45,6 +46,11 @@ export interface EnqueueInput {
   input: string | Content;
   stateDelta?: Record<string, unknown>;
   maxLlmCalls?: number;
+  /**
+   * This run's budget of model spending (README "Budgets"): overrides the app's budget field by field (a limit set
+   * to null removes the app's). Checked before each model call.
+   */
+  budget?: Budget;
   idempotencyKey?: string;
   createdBy?: string;
   /**
@@ -58,6 +64,22 @@ export interface EnqueueInput {
    * always at the app's root agent. A new session always starts at the root.
    */
   startAt?: StartAt;
+}
+
+/**
+ * The budget a run starts with: the app's, overridden field by field by the invocation's (a field set to null
+ * drops the app's); null when neither has one. Checked naming the field.
+ */
+function runBudget(app: RegisteredApp, own: Budget | undefined): Record<string, unknown> | null {
+  if (own === undefined || own === null) return app.budget ? { ...app.budget } : null;
+  const merged: Record<string, unknown> = { ...app.budget, ...validateBudget(dropNulls(own), 'budget') };
+  for (const [key, value] of Object.entries(own)) if (value === null) delete merged[key];
+  return Object.keys(merged).length > 0 ? merged : null;
+}
+
+function dropNulls(budget: Budget): Budget {
+  if (typeof budget !== 'object' || budget === null) return budget;
+  return Object.fromEntries(Object.entries(budget).filter(([, v]) => v !== null)) as Budget;
 }
 
 /** The caller's trace context as stored: normalised, or null when absent or malformed. */
@@ -111,8 +133,9 @@ export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput
     });
   }
   const startAt = startAtOf(input);
+  const budget = runBudget(app, input.budget);
   if (input.sessionId === undefined && input.idempotencyKey === undefined) {
-    const fast = await enqueueInNewSession(ctx, { app, input, content, maxLlmCalls });
+    const fast = await enqueueInNewSession(ctx, { app, input, content, maxLlmCalls, budget });
     if (fast) return fast;
   }
   const result = await ctx.store.transaction(async (tx) => {
@@ -139,6 +162,7 @@ export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput
       status: 'queued',
       input: content as unknown as Record<string, unknown>,
       maxLlmCalls,
+      budget,
       idempotencyKey: input.idempotencyKey ?? null,
       createdBy: input.createdBy ?? null,
       traceparent: traceparentOf(input),
@@ -178,7 +202,14 @@ async function enqueueInNewSession(
     input,
     content,
     maxLlmCalls,
-  }: { app: RegisteredApp; input: EnqueueInput; content: Content; maxLlmCalls: number },
+    budget,
+  }: {
+    app: RegisteredApp;
+    input: EnqueueInput;
+    content: Content;
+    maxLlmCalls: number;
+    budget: Record<string, unknown> | null;
+  },
 ): Promise<Enqueued | undefined> {
   const sessionId = newId('ses');
   const invocationId = newId('inv');
@@ -204,6 +235,7 @@ async function enqueueInNewSession(
       definitionHash: app.definitionHash,
       input: content as unknown as Record<string, unknown>,
       maxLlmCalls,
+      budget,
       createdBy: input.createdBy ?? null,
       traceparent: traceparentOf(input),
     },
@@ -231,6 +263,7 @@ async function enqueueInNewSession(
     traceparent: traceparentOf(input),
     forkedFrom: null,
     fork: null,
+    budget,
     createdAt: now,
     updatedAt: now,
     endedAt: null,

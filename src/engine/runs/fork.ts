@@ -151,6 +151,7 @@ export async function forkInvocation(
       input: (input ?? inv.input) as Record<string, unknown> | null,
       llmCalls: plan.llmCalls,
       maxLlmCalls: inv.maxLlmCalls,
+      budget: inv.budget,
       createdBy: options.createdBy ?? null,
       forkedFrom: invocationId,
       fork,

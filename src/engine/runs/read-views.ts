@@ -38,7 +38,7 @@ export async function readInvocation(db: Db, invocationId: string): Promise<Invo
     throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
       details: { invocationId },
     });
-  return invocationView(found.inv, found.pending);
+  return invocationView(found.inv, found.pending, found.spends);
 }
 
 /** The invocation's nodes (the checkpoint table), oldest first. */

@@ -17,11 +17,12 @@ import {
 } from '../../tools/auth.js';
 import { missingSecretKey, type CredentialVault } from '../auth/credential-vault.js';
 import { zodIssues } from '../../core/validation.js';
-import { isLeafKind } from '../../agents/workflow/workflow.js';
 import type { Db } from '../../store/db/database.js';
 import { appendEventTx } from '../../store/repos/events.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
-import { getNode, updateNodeTx, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
+import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
+import { answerBudgetTx } from './budget-answers.js';
+import { unpauseAncestorsTx } from './unpause.js';
 import {
   answerToolRequestTx,
   findToolRequest,
@@ -48,7 +49,7 @@ export async function answerTx(
     /** Answer this call only (not the other calls waiting for the same credential). */
     alone?: boolean;
   },
-): Promise<{ invocationId: string; jobs: NodeJobRef[] }> {
+): Promise<{ invocationId: string; jobs: NodeJobRef[]; stopped?: boolean }> {
   if (typeof input?.id !== 'string' || input.id === '') {
     throw new AgentloomError(
       'VALIDATION',
@@ -118,6 +119,7 @@ export async function answerTx(
     );
   }
   if (request.kind === 'elicitation') checkElicitationAnswer(input.id, request.request, input.response);
+  if (request.kind === 'budget') return answerBudgetTx(tx, request, input.response, options.by);
   const invocation = await getInvocation(tx, invocationId, true);
   if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
     throw new AgentloomError(
@@ -278,18 +280,5 @@ function checkElicitationAnswer(
       `the content does not match what the elicitation asks for: ${zodIssues(parsed.error)}`,
       { details: { field: 'response.content', callId } },
     );
-  }
-}
-
-/** Paused ancestors go back to waiting on their children: workflow nodes `running`, leaves `waiting`. */
-async function unpauseAncestorsTx(tx: Db, invocationId: string, parentPath: string | null): Promise<void> {
-  for (let path = parentPath; path !== null;) {
-    const node = await getNode(tx, invocationId, path, true);
-    if (!node) return;
-    if (node.status === 'paused') {
-      const leaf = isLeafKind(node.kind);
-      await updateNodeTx(tx, invocationId, path, { status: leaf ? 'waiting' : 'running' });
-    }
-    path = node.parentPath;
   }
 }

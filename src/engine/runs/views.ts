@@ -1,6 +1,7 @@
 import type { StoredError } from '../../core/errors.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
 import type { ToolRequestRow } from '../../store/repos/tool-requests.js';
+import type { AgentSpend, SpendFigures } from '../../store/repos/spends.js';
 import { authorizationUrlOf } from '../../tools/auth.js';
 import { invocationTraceId } from '../../core/trace-context.js';
 
@@ -9,7 +10,14 @@ import { invocationTraceId } from '../../core/trace-context.js';
  * What a pending call waits for: a human's confirmation, a long-running call's response, a decision on a call in
  * doubt after a crash, or the input an open call asks for (an MCP elicitation).
  */
-export const PENDING_KINDS = ['confirmation', 'long_running', 'in_doubt', 'elicitation', 'auth'] as const;
+export const PENDING_KINDS = [
+  'confirmation',
+  'long_running',
+  'in_doubt',
+  'elicitation',
+  'auth',
+  'budget',
+] as const;
 export type PendingKind = (typeof PENDING_KINDS)[number];
 
 /** What an elicitation asks (see ToolContext.elicit). */
@@ -51,6 +59,13 @@ export interface InvocationView {
   error: StoredError | null;
   llmCalls: number;
   maxLlmCalls: number;
+  /**
+   * The run's budget (README "Budgets") as it stands: the app's merged with the invocation's, raised by answers
+   * (`agents`: raised subtree budgets by agent name); null when the run has none.
+   */
+  budget: Record<string, unknown> | null;
+  /** What the run's counted model calls spent, in total and by agent. */
+  spent: SpentView;
   /** Hash of the agent tree the invocation was started with: only a worker serving that definition runs it. */
   definitionHash: string;
   /**
@@ -66,8 +81,28 @@ export interface InvocationView {
   updatedAt: Date;
 }
 
+/** What a run's counted model calls spent (tokens, USD at the price table, calls), in total and by agent. */
+export interface SpentView extends SpendFigures {
+  byAgent: Record<string, SpendFigures>;
+}
+
+/** The spend of a run from its agents' rows. */
+export function spentView(spends: readonly AgentSpend[]): SpentView {
+  const total: SpendFigures = { tokens: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, modelCalls: 0 };
+  const byAgent: Record<string, SpendFigures> = {};
+  for (const s of spends) {
+    byAgent[s.agent] = { ...s.spent };
+    for (const key of Object.keys(total) as (keyof SpendFigures)[]) total[key] += s.spent[key];
+  }
+  return { ...total, byAgent };
+}
+
 /** Builds the public view of an invocation. */
-export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): InvocationView {
+export function invocationView(
+  row: InvocationRow,
+  requests: ToolRequestRow[],
+  spends: readonly AgentSpend[] = [],
+): InvocationView {
   return {
     id: row.id,
     app: row.app,
@@ -79,6 +114,8 @@ export function invocationView(row: InvocationRow, requests: ToolRequestRow[]): 
     error: (row.error as StoredError | null) ?? null,
     llmCalls: row.llmCalls,
     maxLlmCalls: row.maxLlmCalls,
+    budget: row.budget ?? null,
+    spent: spentView(spends),
     definitionHash: row.definitionHash,
     traceId: invocationTraceId(row.id, row.traceparent),
     createdAt: row.createdAt,

@@ -2,14 +2,20 @@
  * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
  * it locks the node row and proceeds only if the attempt is still ours and the node still running.
  */
-import { NodeSuspended, type NodeRuntime, type SuspendChild } from '../../agents/context.js';
+import {
+  NodeSuspended,
+  type EmitOptions,
+  type NodeRuntime,
+  type SuspendChild,
+} from '../../agents/context.js';
 import { SETTLED, type NodeStatus } from '../../agents/workflow/workflow.js';
 import { AgentloomError, type StoredError } from '../../core/errors.js';
 import type { Content } from '../../core/content.js';
 import type { Event, NewEvent } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
-import type { Model } from '../../models/model.js';
+import type { Model, ModelRequest } from '../../models/model.js';
+import { appendModelEvent, checkModelCall, modelCallSpend, type SpendDeps } from './budget-gate.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
 import {
@@ -20,7 +26,6 @@ import {
   type PreparedEvent,
 } from '../../store/repos/events.js';
 import { getNode, type NodeRow } from '../../store/repos/nodes.js';
-import { reserveLlmCall } from '../../store/repos/invocations.js';
 import { loadArtifact, saveArtifactTx } from '../../store/repos/tool-requests.js';
 import { askDuringCall, withdrawnAnswer, type ElicitingCall } from '../auth/elicitation.js';
 import { runCredentials, type CredentialVault } from '../auth/credential-vault.js';
@@ -31,8 +36,8 @@ import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '
 import type { Toolset } from '../../tools/toolset.js';
 import { stopped, type LeaseGuard } from './lease-guard.js';
 
-/** What the runtime needs from the engine. */
-export interface NodeRuntimeDeps {
+/** What the runtime needs from the engine (SpendDeps: the apps, prices, spends' reports). */
+export interface NodeRuntimeDeps extends SpendDeps {
   store: Store;
   models: ReadonlyMap<string, Model>;
   defaultModel: (name: string) => Model | undefined;
@@ -58,6 +63,8 @@ export interface InvocationInfo {
   userId: string;
   /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
   fork?: Record<string, unknown> | null;
+  /** The run's budget as stored when the step was claimed (null: none; see engine/step/budget-gate.ts). */
+  budget?: Record<string, unknown> | null;
 }
 
 /**
@@ -152,11 +159,15 @@ export class EngineNodeRuntime implements NodeRuntime {
     return { path: this.nodePath, attempt: this.node.attempt };
   }
 
-  async emit(event: NewEvent): Promise<Event> {
+  async emit(event: NewEvent, options: EmitOptions = {}): Promise<Event> {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
     await this.flush();
-    // Fenced: stored only while this attempt still owns the running node (one statement in the common case).
-    const stored = await appendEvent(this.deps.store.db, this.appendInput(event));
+    const spend = modelCallSpend(this.deps, this.invocation.budget, this.agent(), options);
+    // Fenced: stored only while this attempt still owns the running node (one statement in the common case); a
+    // model call's spend in the same commit (budget-gate.ts).
+    const stored = spend
+      ? await appendModelEvent(this.deps, this.appendInput(event), { app: this.app, ...spend })
+      : await appendEvent(this.deps.store.db, this.appendInput(event));
     // Our own writes are visible to the rest of this step without a read (others' at the next claim).
     const actions = event.actions ?? {};
     this.currentState = applyToState(
@@ -166,6 +177,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     );
     this.recordStored(stored);
     return stored;
+  }
+
+  /** This node's agent in its app's tree (undefined outside a registered app). */
+  private agent() {
+    return this.deps.apps?.get(this.app)?.agents.get(this.node.agent);
   }
 
   private recordStored(stored: Event): void {
@@ -258,16 +274,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     return this.lease.send(this.nodePath, this.node.attempt, this.signal, send);
   }
 
-  async reserveLlmCall(): Promise<void> {
+  async checkBudget(request: ModelRequest): Promise<void> {
     await this.flush();
-    const result = await reserveLlmCall(this.deps.store.db, this.invocationId);
-    if (!result.ok) {
-      throw new AgentloomError(
-        'LLM_CALL_BUDGET_EXCEEDED',
-        `the invocation used its ${result.max} model calls (maxLlmCalls); raise maxLlmCalls when enqueuing or retrying`,
-        { details: { used: result.used, max: result.max } },
-      );
-    }
+    const { invocationId, invocation } = this;
+    const call = { invocationId, budget: invocation.budget, agent: this.agent(), agentName: this.node.agent };
+    await checkModelCall(this.deps, { ...call, request });
   }
 
   /** Set in a replay run (engine.replay): models and tools answer from the recorded run. */

@@ -7,6 +7,7 @@ import {
   bigint,
   boolean,
   customType,
+  doublePrecision,
   index,
   integer,
   jsonb,
@@ -126,6 +127,11 @@ export const invocations = pgTable(
     forkedFrom: text('forked_from'),
     /** How it was forked: `{at, state?, instruction?, input?}` (see engine/runs/fork.ts). */
     fork: jsonb('fork').$type<Json>(),
+    /**
+     * The run's budget of model spending (issue 35): the app's merged with the invocation's, then raised by answers
+     * to `budget` pauses; `agents` holds raised limits of agents' subtree budgets by agent name. Null: no budget.
+     */
+    budget: jsonb('budget').$type<Json>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
@@ -147,6 +153,33 @@ export const invocations = pgTable(
     index('invocations_created_idx').on(t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
     index('invocations_app_created_idx').on(t.app, t.createdAt.desc().nullsFirst(), t.id.desc().nullsFirst()),
   ],
+);
+
+/**
+ * What the model calls of one agent spent in one invocation: the totals and the largest single call (the next
+ * call's reservation). Added to in the transaction that stores the call's model event, so a crash neither loses
+ * nor double-counts a call. The run's spend is the sum of its rows (one row per agent that called a model).
+ */
+export const agentSpends = pgTable(
+  'agent_spends',
+  {
+    invocationId: text('invocation_id')
+      .notNull()
+      .references(() => invocations.id, { onDelete: 'cascade' }),
+    agent: text('agent').notNull(),
+    modelCalls: integer('model_calls').notNull().default(0),
+    tokens: bigint('tokens', { mode: 'number' }).notNull().default(0),
+    inputTokens: bigint('input_tokens', { mode: 'number' }).notNull().default(0),
+    outputTokens: bigint('output_tokens', { mode: 'number' }).notNull().default(0),
+    costUsd: doublePrecision('cost_usd').notNull().default(0),
+    /** The largest single call so far, per measure (what the agent's next call reserves). */
+    maxTokens: bigint('max_tokens', { mode: 'number' }).notNull().default(0),
+    maxInputTokens: bigint('max_input_tokens', { mode: 'number' }).notNull().default(0),
+    maxOutputTokens: bigint('max_output_tokens', { mode: 'number' }).notNull().default(0),
+    maxCostUsd: doublePrecision('max_cost_usd').notNull().default(0),
+    updatedAt: updatedAt(),
+  },
+  (t) => [primaryKey({ columns: [t.invocationId, t.agent] })],
 );
 
 /** The checkpoint table: one row per activation of an agent inside an invocation. */

@@ -65,6 +65,7 @@ export function invocationFromJson(r: Json): InvocationRow {
     traceparent: (r.traceparent as string | null) ?? null,
     forkedFrom: (r.forked_from as string | null) ?? null,
     fork: (r.fork as Json | null) ?? null,
+    budget: (r.budget as Json | null) ?? null,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
     endedAt: toDateOrNull(r.ended_at),

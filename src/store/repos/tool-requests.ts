@@ -2,6 +2,7 @@
 import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm';
 import { HotStatement, type Db } from '../db/database.js';
 import { invocationFromJson } from './step-rows.js';
+import { agentSpendFromJson, type AgentSpend } from './spends.js';
 import { TERMINAL_INVOCATION, type InvocationRow } from './invocations.js';
 import { toolRequests, artifacts, invocations } from '../db/schema.js';
 
@@ -73,18 +74,27 @@ export async function pendingToolRequests(db: Db, invocationId: string): Promise
 export async function invocationWithPending(
   db: Db,
   invocationId: string,
-): Promise<{ inv: InvocationRow; pending: ToolRequestRow[] } | undefined> {
-  const [row] = await INVOCATION_WITH_PENDING.run<{ inv: Json | null; pending: Json[] | null }>(db, {
+): Promise<{ inv: InvocationRow; pending: ToolRequestRow[]; spends: AgentSpend[] } | undefined> {
+  const [row] = await INVOCATION_WITH_PENDING.run<{
+    inv: Json | null;
+    pending: Json[] | null;
+    spends: Json[] | null;
+  }>(db, {
     id: invocationId,
   });
   if (!row?.inv) return undefined;
-  return { inv: invocationFromJson(row.inv), pending: (row.pending ?? []).map(toolRequestFromJson) };
+  return {
+    inv: invocationFromJson(row.inv),
+    pending: (row.pending ?? []).map(toolRequestFromJson),
+    spends: (row.spends ?? []).map(agentSpendFromJson),
+  };
 }
 
 const INVOCATION_WITH_PENDING = new HotStatement(
   () => sql`select row_to_json(i) as inv,
       (select json_agg(row_to_json(t) order by t.created_at) from tool_requests t
-       where t.invocation_id = i.id and t.status = 'pending') as pending
+       where t.invocation_id = i.id and t.status = 'pending') as pending,
+      (select json_agg(row_to_json(s) order by s.agent) from agent_spends s where s.invocation_id = i.id) as spends
     from invocations i where i.id = ${sql.placeholder('id')}`,
   { batched: true },
 );

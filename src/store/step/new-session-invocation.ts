@@ -19,6 +19,8 @@ export interface NewSessionInvocation {
     definitionHash: string;
     input: Json;
     maxLlmCalls: number;
+    /** The run's budget (checked by the caller); null: none. */
+    budget: Json | null;
     createdBy: string | null;
     /** The caller's W3C trace context, checked by the caller. */
     traceparent: string | null;
@@ -45,9 +47,9 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
       ),
       i as (
         insert into invocations (id, app, session_id, user_id, root_agent, definition_hash, status, input,
-                                 max_llm_calls, created_by, traceparent)
+                                 max_llm_calls, budget, created_by, traceparent)
         select ${inv.id}, ${input.app}, s.id, ${input.userId}, ${inv.rootAgent}, ${inv.definitionHash}, 'queued',
-               ${JSON.stringify(inv.input)}::jsonb, ${inv.maxLlmCalls}::int, ${inv.createdBy}, ${inv.traceparent}
+               ${JSON.stringify(inv.input)}::jsonb, ${inv.maxLlmCalls}::int, ${jsonOrNull(inv.budget)}::jsonb, ${inv.createdBy}, ${inv.traceparent}
         from s
         returning id
       ),

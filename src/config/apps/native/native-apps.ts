@@ -3,6 +3,7 @@
  * between agents are resolved and checked (one parent per agent, no cycles, every agent reachable from the root,
  * tools and models known), and only a document without problems is constructed into the same classes as code.
  */
+import type { Budget } from '../../../models/budget/budget.js';
 import type { BaseAgent } from '../../../agents/base-agent.js';
 import { LlmAgent } from '../../../agents/llm/llm-agent.js';
 import type { LlmAgentOptions } from '../../../agents/llm/llm-agent-options.js';
@@ -161,6 +162,7 @@ class Builder {
       description: spec.data.description,
       subAgents,
       maxStepMs: spec.data.maxStepMs,
+      budget: spec.data.budget as Budget | undefined,
     };
     let agent: BaseAgent;
     if (spec.type === 'LlmAgent') {
@@ -170,6 +172,7 @@ class Builder {
         tools: _tools,
         subAgents: _s,
         outputSchema: _o,
+        budget: _b,
         ...options
       } = spec.data as LlmAgentData;
       const tools: (Tool | Toolset | string)[] | undefined =
@@ -257,7 +260,11 @@ export function readNativeApp(
   if (!root || reader.problems.length > 0) return { problems: reader.problems };
   try {
     return {
-      app: { name: parsed.data.app, agent: new Builder(linker, registries).build(root) },
+      app: {
+        name: parsed.data.app,
+        agent: new Builder(linker, registries).build(root),
+        ...(parsed.data.budget === undefined ? {} : { budget: parsed.data.budget as Budget }),
+      },
       problems: [],
     };
   } catch (err) {

@@ -5,6 +5,7 @@
  * inline definition is validated with its own type's schema and its problems carry their exact path.
  */
 import { z } from 'zod';
+import { validateBudget } from '../../../models/budget/budget.js';
 
 /** Agent types of the native format, the classes they become. */
 export const AGENT_TYPES = [
@@ -72,6 +73,19 @@ const mapping = (key: string, example: string) =>
     .record(z.string(), z.unknown(), { error: `write ${key} as a mapping, e.g. ${key}: ${example}` })
     .optional();
 
+/** A budget (README "Budgets"), checked by the engine's own rule so YAML and code say the same thing. */
+const budgetSchema = z
+  .unknown()
+  .optional()
+  .superRefine((value, ctx) => {
+    if (value === undefined) return;
+    try {
+      validateBudget(value, 'budget');
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    }
+  });
+
 const typeField = z.string().optional();
 const subAgentsExample = '[research, { name: critic, type: LlmAgent, … }]';
 
@@ -81,6 +95,7 @@ const common = {
   type: typeField,
   description: text('description', 'Finds sources on the web'),
   maxStepMs: milliseconds('maxStepMs', 600000),
+  budget: budgetSchema,
 };
 
 const workflowSubAgents = (type: string) =>
@@ -288,6 +303,7 @@ export const appDocumentSchema = z.strictObject({
     })
     .regex(/^[A-Za-z0-9_.-]+$/, 'write an app name of letters, digits, _ . -, e.g. app: writer'),
   root: z.string({ error: 'write root: <name of the top agent>, e.g. root: writer_pipeline' }).optional(),
+  budget: budgetSchema,
   agents: list('agents', '[{ name: writer, type: LlmAgent, … }]').min(
     1,
     'an app needs at least one agent: add an entry under agents:',

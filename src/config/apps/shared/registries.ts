@@ -6,6 +6,7 @@
  * one loads in the other. The built agents keep the names: the engine resolves them at run time from its records,
  * exactly as for a code tree that names its tools and models.
  */
+import type { Budget } from '../../../models/budget/budget.js';
 import type { BaseAgent } from '../../../agents/base-agent.js';
 import type { Model } from '../../../models/model.js';
 import { parseModelId } from '../../../models/model-ids.js';
@@ -29,6 +30,8 @@ export interface DeclarativeApp {
   agent: BaseAgent;
   /** kagent manifests: the root Agent's `metadata.namespace`. */
   namespace?: string;
+  /** The budget of every run of the app (native YAML `budget:`). */
+  budget?: Budget;
 }
 
 /** Built-in tools every file may name. */
