@@ -5,7 +5,6 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { z } from 'zod';
 import type { Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
@@ -14,7 +13,7 @@ import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { getInvocation, type InvocationRow } from '../store/repos/invocations.js';
 import { reconcileNodes, type NodeJobRef } from '../store/repos/nodes.js';
 import type { Store } from '../store/store.js';
-import { cancelTx, outsideWorkOf, retryTx, stopOutsideWork, type OutsideWork } from './runs/control.js';
+import { cancelTx, outsideStopsOf, retryTx, type OutsideStops } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
@@ -28,6 +27,8 @@ import {
   type SessionView,
 } from './runs/read-views.js';
 import { toolsetsOf, type RegisteredApp } from './apps/registry.js';
+import { budgetStopOf } from './runs/budget-answers.js';
+import { parsePartialMessage, parseStopMessage, stopMessage, type StopReason } from './bus-messages.js';
 import { answerTx, definitionsOf, type FunctionResponseInput } from './runs/resume.js';
 import {
   callbackAnswer,
@@ -49,13 +50,11 @@ import {
   type Retention,
 } from './runs/retention.js';
 import { notify } from './observe/observer.js';
-import { forkInvocation, type ForkOptions } from './runs/fork.js';
+import { forkInvocation, forksOf, type ForkListing, type ForkOptions } from './runs/fork.js';
 import { diffRuns, type RunDiff } from './runs/diff.js';
 import { replayInvocation, type ReplayOptions, type ReplayResult } from './runs/replay.js';
-import { listForks } from '../store/repos/forks.js';
 
 /** A control message on the bus: stop the running steps of an invocation. */
-const controlSchema = z.object({ invocationId: z.string(), reason: z.enum(['cancelled', 'ended']) });
 
 /** A running agentloom engine. */
 export class Engine {
@@ -129,16 +128,8 @@ export class Engine {
     if (this.stopWorker) return { stop: () => this.stopWorkerNow() };
     // Cancellation and endInvocation from any process reach the steps running here.
     this.unsubscribeControl = await this.bus.subscribe('control', (message) => {
-      const parsed = controlSchema.safeParse(safeJson(message));
-      if (!parsed.success) return;
-      const { invocationId, reason } = parsed.data;
-      this.scheduler.abort(
-        invocationId,
-        new AgentloomError(
-          'CANCELLED',
-          reason === 'ended' ? 'the invocation was ended by endInvocation' : 'the invocation was cancelled',
-        ),
-      );
+      const stop = parseStopMessage(message);
+      if (stop) this.scheduler.abort(stop.invocationId, stop.error);
     });
     const handler = observeSteps(
       traceSteps((job) => this.scheduler.handle(job), this.tracing),
@@ -229,10 +220,10 @@ export class Engine {
   }
 
   /** Tells every process to stop the running steps of an invocation (after the commit that ended it). */
-  private stopSteps(invocationId: string, reason: 'cancelled' | 'ended'): void {
+  private stopSteps(invocationId: string, reason: StopReason): void {
     this.scheduler.abort(invocationId);
     this.bus
-      .publish('control', JSON.stringify({ invocationId, reason }))
+      .publish('control', stopMessage(invocationId, reason))
       .catch((err: unknown) =>
         this.logger.warn(
           { err, invocationId },
@@ -305,8 +296,8 @@ export class Engine {
   /** Feeds partial events from the bus (published by whichever process runs the step) to local followers. */
   private subscribePartials(): Promise<unknown> {
     this.partialsSubscribed ??= this.bus.subscribe('partial', (message) => {
-      const event = safeJson(message) as Event | undefined;
-      if (event && typeof event.invocationId === 'string') this.partials.emit(event.invocationId, event);
+      const event = parsePartialMessage(message);
+      if (event) this.partials.emit(event.invocationId, event);
     });
     return this.partialsSubscribed;
   }
@@ -326,12 +317,19 @@ export class Engine {
     for (const response of input.functionResponses) {
       // An OAuth2 callback URL: its code is redeemed first (an HTTP call, outside the answer's transaction).
       const credential = await redeemAuthAnswer(this.authDeps, response, input.invocationId);
+      // A budget pause answered "stop" cancels its run as engine.cancel does: the remote work of paused nodes is
+      // stopped before the cancel commits, that of running nodes after.
+      const stopping = await budgetStopOf(this.store.db, response, input.invocationId, (inv) =>
+        this.outsideStops(inv),
+      );
+      await stopping?.beforeCommit();
       const groups = await this.store.transaction(async (tx) => {
         const answered = await answerTx(tx, response, {
           invocationId: input.invocationId,
           by: input.by,
           vault: this.vault,
           credential,
+          tracing: this.tracing,
         });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
         this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
@@ -340,7 +338,10 @@ export class Engine {
         return definitionsOf(tx, answered.jobs);
       });
       // A budget pause answered "stop" cancelled its run: its other running steps stop now.
-      for (const id of stopped.splice(0)) this.stopSteps(id, 'cancelled');
+      for (const id of stopped.splice(0)) {
+        this.stopSteps(id, 'cancelled');
+        await stopping?.afterCommit();
+      }
       if (credential)
         await this.authDeps.fault('after-credential-stored', { invocationId: '', path: '', attempt: 0 });
       for (const [definition, jobs] of groups) await this.wake(jobs, definition);
@@ -405,20 +406,25 @@ export class Engine {
   /** Cancels an invocation: unfinished nodes are cancelled and in-flight calls see their signal abort. */
   async cancel(invocationId: string): Promise<InvocationView> {
     const inv = await requireInvocation(this.store.db, invocationId);
-    const work = await outsideWorkOf(this.store.db, this.apps.get(inv.app), inv);
-    const stop = (nodes: OutsideWork[]) =>
-      stopOutsideWork(this.store.db, inv, nodes, (err, nodePath) =>
-        this.logger.warn({ err, invocationId, nodePath }, 'could not stop the work of a cancelled node'),
-      );
+    const stops = await this.outsideStops(inv);
     // Paused nodes first (no step would stop their remote tasks); crash after → our run is not cancelled yet.
-    await stop(work.filter((w) => w.paused));
+    await stops.beforeCommit();
     await this.options.faults?.('before-cancel-commit', { invocationId, path: '', attempt: 0 });
     const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId, this.tracing));
     if (cancelled) {
       this.stopSteps(invocationId, 'cancelled');
-      await stop(work.filter((w) => !w.paused));
+      await stops.afterCommit();
     }
     return this.get(invocationId);
+  }
+
+  private outsideStops(inv: InvocationRow): Promise<OutsideStops> {
+    return outsideStopsOf(this.store.db, this.apps.get(inv.app), inv, (err, nodePath) =>
+      this.logger.warn(
+        { err, invocationId: inv.id, nodePath },
+        'could not stop the work of a cancelled node',
+      ),
+    );
   }
 
   /** Runs a failed or cancelled invocation again from its checkpoints. */
@@ -465,10 +471,8 @@ export class Engine {
   }
 
   /** The forks of an invocation, oldest first. */
-  async forks(invocationId: string): Promise<{ id: string; status: string; at: unknown; createdAt: Date }[]> {
-    await requireInvocation(this.store.db, invocationId);
-    const rows = await listForks(this.store.db, invocationId);
-    return rows.map((r) => ({ id: r.id, status: r.status, at: r.fork?.at, createdAt: r.createdAt }));
+  forks(invocationId: string): Promise<ForkListing[]> {
+    return forksOf(this.store.db, invocationId);
   }
 
   /** A session with its state and events. */
@@ -486,13 +490,5 @@ export class Engine {
     await this.queue.close();
     await this.bus.close();
     await this.store.close();
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
   }
 }

@@ -18,10 +18,12 @@ import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js
 import { setBudgetTx } from '../../store/repos/spends.js';
 import {
   answerToolRequestTx,
+  findToolRequest,
   pendingToolRequests,
   type ToolRequestRow,
 } from '../../store/repos/tool-requests.js';
-import { cancelTx } from './control.js';
+import type { RunTracing } from '../observe/run-trace.js';
+import { cancelTx, type OutsideStops } from './control.js';
 import { unpauseAncestorsTx } from './unpause.js';
 
 const HOW =
@@ -55,6 +57,7 @@ export async function answerBudgetTx(
   request: ToolRequestRow,
   response: Record<string, unknown>,
   by: string | undefined,
+  tracing?: RunTracing,
 ): Promise<BudgetAnswer> {
   checkBudgetAnswer(request.callId, response);
   const invocationId = request.invocationId;
@@ -68,7 +71,7 @@ export async function answerBudgetTx(
   }
   await answerToolRequestTx(tx, invocationId, request.callId, response, by);
   if (response.action === 'stop') {
-    await cancelTx(tx, invocationId);
+    await cancelTx(tx, invocationId, tracing);
     return { invocationId, jobs: [], stopped: true };
   }
   const scope = String((request.request.args as Record<string, unknown> | undefined)?.scope ?? 'run');
@@ -97,4 +100,21 @@ function raised(invocation: InvocationRow, scope: string, limits: Budget): Recor
   if (scope === 'run') return { ...stored, ...limits };
   const agents = (stored.agents ?? {}) as Record<string, Budget>;
   return { ...stored, agents: { ...agents, [scope]: { ...agents[scope], ...limits } } };
+}
+
+/**
+ * For an answer `{"action": "stop"}` to a pending budget pause: what engine.cancel stops outside the database
+ * (remote A2A tasks), from `stopsOf`, to stop around the answer's commit as a cancel does. Undefined otherwise.
+ */
+export async function budgetStopOf(
+  db: Db,
+  response: { id: string; response?: unknown },
+  invocationId: string | undefined,
+  stopsOf: (inv: InvocationRow) => Promise<OutsideStops>,
+): Promise<OutsideStops | undefined> {
+  if ((response.response as { action?: unknown } | undefined)?.action !== 'stop') return undefined;
+  const request = await findToolRequest(db, response.id, invocationId);
+  if (request?.kind !== 'budget' || request.status !== 'pending') return undefined;
+  const inv = await getInvocation(db, request.invocationId);
+  return inv ? stopsOf(inv) : undefined;
 }

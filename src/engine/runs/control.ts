@@ -100,6 +100,38 @@ export async function stopOutsideWork(
   }
 }
 
+/** What a cancel stops outside the database, split as {@link stopOutsideWork} says: paused before, running after. */
+export interface OutsideStops {
+  beforeCommit(): Promise<void>;
+  afterCommit(): Promise<void>;
+}
+
+/** The outside work of `inv` (engine.cancel, a budget pause answered "stop"), ready to stop around the commit. */
+export async function outsideStopsOf(
+  db: Db,
+  app: RegisteredApp | undefined,
+  inv: InvocationRow,
+  onError: (err: unknown, nodePath: string) => void,
+): Promise<OutsideStops> {
+  const work = await outsideWorkOf(db, app, inv);
+  return {
+    beforeCommit: () =>
+      stopOutsideWork(
+        db,
+        inv,
+        work.filter((w) => w.paused),
+        onError,
+      ),
+    afterCommit: () =>
+      stopOutsideWork(
+        db,
+        inv,
+        work.filter((w) => !w.paused),
+        onError,
+      ),
+  };
+}
+
 /**
  * Runs a failed or cancelled invocation again from its checkpoints: failed/cancelled nodes become runnable
  * (leaves re-run from their journal, so completed model and tool calls are not repeated).

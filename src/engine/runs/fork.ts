@@ -9,14 +9,16 @@ import { userText, type Content } from '../../core/content.js';
 import { AgentloomError } from '../../core/errors.js';
 import { newId } from '../../core/ids.js';
 import { appendEventTx, listEvents } from '../../store/repos/events.js';
-import { copyEventsTx, insertForkNodesTx } from '../../store/repos/forks.js';
+import { copyEventsTx, insertForkNodesTx, listForks } from '../../store/repos/forks.js';
 import { getInvocation, insertInvocationTx } from '../../store/repos/invocations.js';
 import { invocationNodes, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import { createSessionTx } from '../../store/repos/sessions.js';
 import { assertPlainObject } from '../../store/repos/state.js';
 import type { Store } from '../../store/store.js';
 import type { RegisteredApp } from '../apps/registry.js';
+import type { Db } from '../../store/db/database.js';
 import { planFork } from './fork-plan.js';
+import { requireInvocation } from './read-views.js';
 
 /** Options of `engine.fork`. */
 export interface ForkOptions {
@@ -170,4 +172,19 @@ export async function forkInvocation(
   });
   await ctx.wake(result.jobs, app.definitionHash);
   return { invocationId: id, sessionId: result.sessionId };
+}
+
+/** One fork of a run, as engine.forks lists them. */
+export interface ForkListing {
+  id: string;
+  status: string;
+  at: unknown;
+  createdAt: Date;
+}
+
+/** The forks of an invocation, oldest first (NOT_FOUND when it does not exist). */
+export async function forksOf(db: Db, invocationId: string): Promise<ForkListing[]> {
+  await requireInvocation(db, invocationId);
+  const rows = await listForks(db, invocationId);
+  return rows.map((r) => ({ id: r.id, status: r.status, at: r.fork?.at, createdAt: r.createdAt }));
 }

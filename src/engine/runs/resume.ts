@@ -21,6 +21,7 @@ import type { Db } from '../../store/db/database.js';
 import { appendEventTx } from '../../store/repos/events.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
 import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
+import type { RunTracing } from '../observe/run-trace.js';
 import { answerBudgetTx } from './budget-answers.js';
 import { unpauseAncestorsTx } from './unpause.js';
 import {
@@ -48,6 +49,8 @@ export async function answerTx(
     credential?: AuthCredential;
     /** Answer this call only (not the other calls waiting for the same credential). */
     alone?: boolean;
+    /** Ends the run's trace when a budget pause answered "stop" cancels it. */
+    tracing?: RunTracing;
   },
 ): Promise<{ invocationId: string; jobs: NodeJobRef[]; stopped?: boolean }> {
   if (typeof input?.id !== 'string' || input.id === '') {
@@ -119,7 +122,8 @@ export async function answerTx(
     );
   }
   if (request.kind === 'elicitation') checkElicitationAnswer(input.id, request.request, input.response);
-  if (request.kind === 'budget') return answerBudgetTx(tx, request, input.response, options.by);
+  if (request.kind === 'budget')
+    return answerBudgetTx(tx, request, input.response, options.by, options.tracing);
   const invocation = await getInvocation(tx, invocationId, true);
   if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
     throw new AgentloomError(
