@@ -139,8 +139,7 @@ async function monitorRedis(redisUrl: string, workerPids: number[]): Promise<Mon
     if (!senders.has(port)) {
       // New connection: look it up among the processes' sockets.
       if (tcpPortsOf(process.pid).has(port)) senders.set(port, 'bench process (producer, wait)');
-      else if (workerPids.some((pid) => tcpPortsOf(pid).has(port)))
-        senders.set(port, 'worker processes');
+      else if (workerPids.some((pid) => tcpPortsOf(pid).has(port))) senders.set(port, 'worker processes');
       else senders.set(port, 'other');
     }
     return senders.get(port) as string;

@@ -72,7 +72,10 @@ function top(map: Map<string, number>, totalMs: number, count: number): ProfileE
  * Self time by area and by function of a V8 CPU profile; with `window` (CLOCK_MONOTONIC microseconds, the clock
  * of the profile's timestamps on Linux, as `process.hrtime` in any process), only the samples inside it.
  */
-export function summarizeProfile(profile: Profile, window?: { fromUs: number; toUs: number }): ProfileSummary {
+export function summarizeProfile(
+  profile: Profile,
+  window?: { fromUs: number; toUs: number },
+): ProfileSummary {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const areas = new Map<string, number>();
   const functions = new Map<string, number>();

@@ -141,7 +141,12 @@ async function point(
       statementsPerStep: counts.statements,
       writeTransactionsPerStep: counts.writeTransactions,
       redisCommandsPerStep: commands / steps,
-      cpuMsPerStep: { workers: per('workers'), bench: per('bench'), postgres: per('postgres'), redis: per('redis') },
+      cpuMsPerStep: {
+        workers: per('workers'),
+        bench: per('bench'),
+        postgres: per('postgres'),
+        redis: per('redis'),
+      },
       machineBusy:
         (after.machineBusy - before.machineBusy) / Math.max(1, after.machineTotal - before.machineTotal),
       cores: machineTicks().cores,
@@ -170,7 +175,8 @@ async function profileWorker(ctx: BenchContext): Promise<ProfileSummary> {
     const toUs = Number(process.hrtime.bigint() / 1000n);
     await worker.stop(); // the profile is written as the worker exits
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
-    if (!file) throw new Error(`worker ${worker.pid} wrote no CPU profile (log: ${worker.log().slice(-500)})`);
+    if (!file)
+      throw new Error(`worker ${worker.pid} wrote no CPU profile (log: ${worker.log().slice(-500)})`);
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
     return summarizeProfile(profile, { fromUs, toUs });
   } finally {

@@ -67,7 +67,9 @@ function figuresTable(report: BenchReport): string {
 }
 
 function targetsTable(report: BenchReport): string {
-  const rows = (report.targets ?? []).filter((t) => t.issue !== 33).map((t) => [t.name, t.goal, t.actual, verdictCell(t)]);
+  const rows = (report.targets ?? [])
+    .filter((t) => t.issue !== 33)
+    .map((t) => [t.name, t.goal, t.actual, verdictCell(t)]);
   return table(['target', 'goal', 'this run', ''], rows);
 }
 

@@ -186,7 +186,12 @@ export async function renderScalingChart(report: BenchReport): Promise<string | 
       cores: cores(r, k) ?? 0,
     })),
   );
-  const x = { field: 'workers', type: 'quantitative', title: 'worker processes', scale: { type: 'log', base: 2 } };
+  const x = {
+    field: 'workers',
+    type: 'quantitative',
+    title: 'worker processes',
+    scale: { type: 'log', base: 2 },
+  };
   const spec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {

@@ -36,7 +36,8 @@ export function goalsTable(report: BenchReport): string {
       return t ? `${t.goal}: ${t.actual} — ${verdictCell(t)}` : '—';
     }),
   ]);
-  const tally = (v: string): number => goals.filter((g) => modes.includes(g.mode as never) && g.verdict === v).length;
+  const tally = (v: string): number =>
+    goals.filter((g) => modes.includes(g.mode as never) && g.verdict === v).length;
   return `${table(['goal', ...modes.map((m) => labelOf(report, m))], rows)}
 
 Met: **${tally('met')}**, not met: **${tally('not met')}**, inconclusive: **${tally('inconclusive')}**.`;
@@ -65,7 +66,11 @@ function windowRows(w1: RoundTripWindow, w2: RoundTripWindow): string[][] {
     ]);
     section('sent by', w1.redisBySender, w2.redisBySender);
     section('Redis', w1.redisByCommand, w2.redisByCommand);
-    rows.push(['Redis commands run inside Lua scripts (no round trip)', n(w1.redisInScripts), n(w2.redisInScripts)]);
+    rows.push([
+      'Redis commands run inside Lua scripts (no round trip)',
+      n(w1.redisInScripts),
+      n(w2.redisInScripts),
+    ]);
   }
   return rows;
 }

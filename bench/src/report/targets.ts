@@ -79,7 +79,13 @@ export function evaluateTargets(report: BenchReport): Target[] {
     (v) => v <= 230,
     `${(w3?.figure.median ?? 0).toFixed(0)} ms (${w3?.name})`,
   );
-  check('embedded PGlite W1', '≤ 3 ms/step', lite && rangeOf(lite), (v) => v <= 3, `${f2(lite?.median ?? 0)} ms/step`);
+  check(
+    'embedded PGlite W1',
+    '≤ 3 ms/step',
+    lite && rangeOf(lite),
+    (v) => v <= 3,
+    `${f2(lite?.median ?? 0)} ms/step`,
+  );
 
   const modes = PG_MODES.filter((m) => marginal(report, m) !== undefined);
   const worst = (key: string): number | undefined =>
