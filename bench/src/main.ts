@@ -25,7 +25,7 @@ import { renderMarkdown } from './report/markdown.js';
 import { formatWithPrettier } from './report/format.js';
 import { startBenchPostgres, startLocalRedis, type BenchPostgres, type LocalServer } from './services.js';
 import { SUITES } from './suite.js';
-import { mergeRounds, planRuns } from './rounds.js';
+import { mergeRounds, planRuns, ROUND_SUITES } from './rounds.js';
 
 /** Longest a suite may take before it is killed and reported as failed. */
 const SUITE_TIMEOUT_MS = 15 * 60_000;
@@ -107,7 +107,7 @@ function describe(result: SuiteResult): string {
     f.w3 && `W3 ${f.w3.median.toFixed(0)} ms`,
     result.errors.length > 0 && `FAILED: ${result.errors[0]?.split('\n')[0]}`,
   ].filter(Boolean);
-  const round = result.round === undefined ? '' : ` r${result.round}`;
+  const round = result.round === undefined || !ROUND_SUITES.includes(result.suite) ? '' : ` r${result.round}`;
   return `${(result.suite + round).padEnd(27)} ${(result.seconds ?? 0).toFixed(0).padStart(4)} s  ${parts.join('  ')}`;
 }
 

@@ -2,9 +2,10 @@
  * Where a step's round trips go, counted (not timed, so it holds on a noisy machine): one W1 run and one W2 run
  * of a PostgreSQL mode, each inside a window that counts
  *
- * - PostgreSQL statements by kind (pg_stat_statements of the mode's database, classified by their text:
+ * - PostgreSQL statements (pg_stat_statements of the mode's database; the report classifies them by their text:
  *   enqueue, claim, step commit, wait's reads, the queue's own statements in the PostgreSQL-only mode, BEGIN /
- *   COMMIT, PREPARE);
+ *   COMMIT; an EXECUTE of the engine's batches by the statement it runs). Statements are not round trips: the
+ *   engine sends a batch of EXECUTEs as one;
  * - Redis commands (Redis modes): every command Redis executes, seen through MONITOR between two marker
  *   commands, by the process that sent it (the bench process — producer and `wait` — or a worker process,
  *   found by the client's TCP port among each process's sockets) and by name (an EVALSHA by the BullMQ script it
@@ -29,8 +30,8 @@ import { w1, w2 } from './workloads.js';
 /** Counts per step of one window. */
 export interface RoundTripWindow {
   steps: number;
-  /** PostgreSQL statements per step by kind (see {@link statementKind}). */
-  statements: Record<string, number>;
+  /** PostgreSQL statements per step, by normalised text (the report classifies them: sections33.ts). */
+  statements: { query: string; callsPerStep: number }[];
   statementsTotal: number;
   /** Redis commands per step sent by each process ('bench process', 'workers', 'other'), round trips. */
   redisBySender?: Record<string, number>;
@@ -45,21 +46,6 @@ export interface RoundTripWindow {
 export interface RoundTrips {
   w1: RoundTripWindow;
   w2: RoundTripWindow;
-}
-
-/** The kind of an agentloom (or queue) statement, by its normalised text. */
-export function statementKind(query: string): string {
-  const q = query.trim().toLowerCase().replace(/\s+/g, ' ');
-  if (/^(begin|commit|rollback|savepoint|release|start transaction|end)\b/.test(q)) return 'BEGIN / COMMIT';
-  if (/^--/.test(q) || /^(listen|unlisten|notify)\b/.test(q) || /\bbullmq|next_delay\(/.test(q))
-    return 'queue (BullMQ on PostgreSQL)';
-  if (/^prepare\b/.test(q)) return 'PREPARE (first use on a connection)';
-  if (/insert into sessions/.test(q)) return 'enqueue (session, invocation, root node)';
-  if (/^select row_to_json\(i\)/.test(q)) return "wait's read of the invocation";
-  if (/claimed as \( update nodes/.test(q) || /lease_owner = \$/.test(q)) return 'claim a step';
-  if (/^with p as \(/.test(q)) return 'step commit (settle, advance parent, next leaf)';
-  if (/pg_notify|^select pg_/.test(q)) return 'notify / admin';
-  return `other: ${q.slice(0, 40)}`;
 }
 
 let scriptNames: Map<string, string> | undefined;
@@ -183,11 +169,7 @@ async function countWindow(
   await run();
   const counts = await options.counters.end(window, steps, 200);
   const seen = await redis?.stop();
-  const statements: Record<string, number> = {};
-  for (const s of counts.topStatements) {
-    const kind = statementKind(s.query);
-    statements[kind] = (statements[kind] ?? 0) + s.callsPerStep;
-  }
+  const statements = counts.topStatements.map((s) => ({ query: s.query, callsPerStep: s.callsPerStep }));
   const result: RoundTripWindow = { steps, statements, statementsTotal: counts.statements };
   if (seen) {
     result.redisBySender = perStep(seen.bySender, steps);

@@ -177,7 +177,11 @@ function profileSection(title: string, p: ProfileSummary | undefined): string {
 function statementKinds(c: CountsPerStep): Record<string, number> {
   const kinds: Record<string, number> = {};
   for (const s of c.topStatements) {
-    const q = s.query.trim().toLowerCase();
+    // An EXECUTE of a statement prepared by SQL PREPARE is counted under the PREPARE's text.
+    const q = s.query
+      .trim()
+      .toLowerCase()
+      .replace(/^prepare\s+\S+\s+as\s+/, '');
     const kind = /^(begin|commit|rollback|savepoint|release)/.test(q)
       ? 'transaction control'
       : /pg_notify|^notify/.test(q)

@@ -23,24 +23,59 @@ export function verdictCell(t: Target): string {
   return v === 'not measured' ? 'not measured' : `**${v}**`;
 }
 
-/** The goals of issue 33: one row per goal, one column per mode. */
+const SHORT_MODE: Record<string, string> = {
+  'agentloom-pg-redis-1': 'BullMQ/Redis, 1 worker process',
+  'agentloom-pg-redis-2': 'BullMQ/Redis, 2 worker processes',
+  'agentloom-pg-pgqueue-1': 'PostgreSQL queue, 1 worker process',
+};
+
+/** The goals of issue 33: one row per goal and mode. */
 export function goalsTable(report: BenchReport): string {
   const goals = (report.targets ?? []).filter((t) => t.issue === 33);
-  if (goals.length === 0) return '';
   const modes = GOAL_MODES.filter((m) => goals.some((g) => g.mode === m && g.verdict !== 'not measured'));
   if (modes.length === 0) return '';
-  const rows = GOAL_ROWS.map((name) => [
-    name,
-    ...modes.map((m) => {
+  const rows = GOAL_ROWS.flatMap((name) =>
+    modes.flatMap((m) => {
       const t = goals.find((g) => g.mode === m && g.name === name);
-      return t ? `${t.goal}: ${t.actual} — ${verdictCell(t)}` : '—';
+      return t ? [[name, SHORT_MODE[m] ?? m, t.goal, t.actual, verdictCell(t)]] : [];
     }),
-  ]);
+  );
   const tally = (v: string): number =>
     goals.filter((g) => modes.includes(g.mode as never) && g.verdict === v).length;
-  return `${table(['goal', ...modes.map((m) => labelOf(report, m))], rows)}
+  return `${table(['goal', 'mode', 'bound', 'this run', 'verdict'], rows)}
 
 Met: **${tally('met')}**, not met: **${tally('not met')}**, inconclusive: **${tally('inconclusive')}**.`;
+}
+
+/** The kind of an agentloom (or queue) statement, by its normalised text. */
+export function statementKind(query: string): string {
+  // An EXECUTE of a statement prepared with SQL PREPARE (the engine's batches) is counted under the PREPARE's
+  // text (pg_stat_statements tracks neither PREPARE nor EXECUTE themselves): classify the statement inside.
+  const q = query
+    .trim()
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .replace(/^prepare \S+ as /, '');
+  if (/^(begin|commit|rollback|savepoint|release|start transaction|end)\b/.test(q)) return 'BEGIN / COMMIT';
+  if (/^--/.test(q) || /^(listen|unlisten|notify)\b/.test(q) || /\bbullmq|next_delay\(/.test(q))
+    return 'queue (BullMQ on PostgreSQL)';
+  if (/insert into sessions/.test(q)) return 'enqueue (session, invocation, root node)';
+  if (/^select row_to_json\(i\)/.test(q)) return "wait's read of the invocation";
+  if (/claimed as \( update nodes/.test(q) || /lease_owner = \$/.test(q)) return 'claim a step';
+  if (/^with p as \(/.test(q)) return 'step commit (settle, advance parent, next leaf)';
+  if (/pg_notify|^select pg_/.test(q)) return 'notify / admin';
+  return `other: ${q.slice(0, 40)}`;
+}
+
+function kinds(statements: RoundTripWindow['statements']): Record<string, number> {
+  // Results written before the statements were stored raw hold the kinds already.
+  if (!Array.isArray(statements)) return statements as Record<string, number>;
+  const out: Record<string, number> = {};
+  for (const s of statements) {
+    const kind = statementKind(s.query);
+    out[kind] = (out[kind] ?? 0) + s.callsPerStep;
+  }
+  return out;
 }
 
 function windowRows(w1: RoundTripWindow, w2: RoundTripWindow): string[][] {
@@ -57,7 +92,7 @@ function windowRows(w1: RoundTripWindow, w2: RoundTripWindow): string[][] {
     for (const k of keys) rows.push([`${title}: ${k}`, n(a?.[k]), n(b?.[k])]);
   };
   rows.push(['**PostgreSQL statements**', `**${n(w1.statementsTotal)}**`, `**${n(w2.statementsTotal)}**`]);
-  section('PG', w1.statements, w2.statements);
+  section('PG', kinds(w1.statements), kinds(w2.statements));
   if (w1.redisTotal !== undefined || w2.redisTotal !== undefined) {
     rows.push([
       '**Redis commands sent (round trips; a pipeline counts each command)**',
@@ -88,7 +123,7 @@ export function roundTripsSection(report: BenchReport): string {
   });
   return `## Where a step's round trips go
 
-Counted, not timed (so it holds on a busy machine): one W1 and one W2 run per mode after its measured runs, all-in per leaf step (enqueue and \`wait\` included). PostgreSQL: every statement of the mode's database (pg_stat_statements), by kind from its text — the enqueue (session, invocation, root node), a step's claim, a step's commit (settles the leaf, advances the parent, inserts and claims the next leaf), \`wait\`'s read, the queue's own statements (PostgreSQL-only mode), BEGIN/COMMIT, PREPARE. Redis: every command Redis executed between two markers (MONITOR), by the process that sent it (its TCP port among each process's sockets) and by name (an EVALSHA named by its BullMQ script); commands a Lua script runs inside Redis are counted apart. A worker's idle polling (blocking pops that time out) counts too, as it does in production.
+Counted, not timed (so it holds on a busy machine): one W1 and one W2 run per mode after its measured runs, all-in per leaf step (enqueue and \`wait\` included). PostgreSQL: every statement of the mode's database (pg_stat_statements), by kind from its text — the enqueue (session, invocation, root node), a step's claim, a step's commit (settles the leaf, advances the parent, inserts and claims the next leaf), \`wait\`'s read, the queue's own statements (PostgreSQL-only mode), BEGIN/COMMIT; an EXECUTE of one of the engine's prepared batch statements counts as the statement it runs. Statements are not round trips: steps that end together go to the server as one batch of EXECUTEs. Redis: every command Redis executed between two markers (MONITOR), by the process that sent it (its TCP port among each process's sockets) and by name (an EVALSHA named by its BullMQ script); commands a Lua script runs inside Redis are counted apart. A worker's idle polling (blocking pops that time out) counts too, as it does in production.
 
 ${parts.join('\n')}`;
 }
