@@ -146,7 +146,7 @@ ${table(
     'vs 1 worker',
     'statements/s',
     'write txns/s',
-    'Redis commands/s',
+    'Redis commands/s (in scripts too)',
     'CPU: workers',
     'PostgreSQL',
     'bench process',
