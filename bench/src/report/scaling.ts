@@ -81,8 +81,16 @@ function verdict(rows: ScalingRow[]): string {
     };
     const busy = p.machineBusy * 100;
     const cpuBound = busy >= 85;
+    const at = flat ?? last;
+    const ours = (['workers', 'postgres', 'bench', 'redis'] as const).reduce(
+      (sum, k) => sum + (cores(at, k) ?? 0),
+      0,
+    );
+    const others = Math.max(0, p.machineBusy * p.cores - ours);
     parts.push(
-      `There the machine's ${p.cores} cores were ${n(busy)}% busy: ` +
+      `There the machine's ${p.cores} cores were ${n(busy)}% busy (the benchmark's processes ≈ ${n(ours, 2)} cores` +
+        (others >= 0.2 ? `, other processes on the machine ≈ ${n(others, 2)}: not a quiet machine` : '') +
+        `): ` +
         (cpuBound
           ? `the run is CPU-bound — every worker added takes CPU from PostgreSQL and the others on the same cores. `
           : `not CPU-bound: the steps wait on round trips (PostgreSQL commits, Redis commands), not on a core. `) +
