@@ -9,8 +9,12 @@ export interface Scale {
   name: 'full' | 'quick';
   /** Unmeasured runs before the measured ones. */
   warmup: number;
-  /** Measured runs of W1–W3 (the median is reported). */
+  /** Measured runs of W1–W3 in each round (a round's figure is their median). */
   runs: number;
+  /** Rounds of the comparison suites (`--rounds N` overrides): each round runs every one once, interleaved. */
+  rounds: number;
+  /** Scaling suite: the numbers of `agentloom worker` processes W2 runs on. */
+  scalingWorkers: number[];
   /** W1: leaves of the sequence. */
   w1Steps: number;
   /** W2: concurrent invocations and steps each. */
@@ -35,7 +39,9 @@ export interface Scale {
 export const FULL: Scale = Object.freeze({
   name: 'full',
   warmup: 1,
-  runs: 5,
+  runs: 3,
+  rounds: 3,
+  scalingWorkers: [1, 2, 4],
   w1Steps: 20,
   w2Invocations: 200,
   w2Steps: 5,
@@ -55,6 +61,7 @@ export const QUICK: Scale = Object.freeze({
   ...FULL,
   name: 'quick',
   runs: 1,
+  rounds: 2,
   w2Invocations: 20,
   w4DefaultLeaseReps: 0,
   w4ShortLeaseReps: 1,
@@ -73,6 +80,12 @@ export interface BenchContext {
   resultFile: string;
   /** A scratch directory for this suite (PGlite data, worker logs). */
   workDir: string;
+  /** Which round this is (1-based) of how many: once-only work (slow counters, profiles) runs in round 1. */
+  round: number;
+  rounds: number;
+  /** Process ids of the benchmark's PostgreSQL postmaster and Redis server (for their CPU time). */
+  postgresPid: number;
+  redisPid: number;
 }
 
 /** The repository root (agentloom's sources, bin/agentloom.js). */

@@ -1,9 +1,11 @@
 /**
  * `npm run bench`: starts a durable PostgreSQL 15 and a Redis, runs every suite in a process of its own (floors,
- * peers, agentloom in each mode, then W4–W6), and writes BENCHMARKS.md at the repository root, the raw results
- * (bench/results/results.json) and the chart (bench/results/chart.svg, vega-lite rendered to SVG).
+ * peers, agentloom in each mode and the scaling suite in several interleaved rounds, see rounds.ts; then W4–W6
+ * and tracing once), and writes BENCHMARKS.md at the repository root, the raw results
+ * (bench/results/results.json) and the charts (bench/results/chart.svg and scaling.svg, vega-lite rendered to SVG).
  *
- * Flags: `--quick` (tiny scale for developing the suite; writes to bench/results/quick/ only), `--only a,b`
+ * Flags: `--quick` (tiny scale for developing the suite; writes to bench/results/quick/ only), `--rounds N`
+ * (rounds of the comparison suites; default 3, 2 with --quick), `--only a,b`
  * (run only these suites; the report then covers only them), `--render` (run nothing: re-render the report and
  * chart from the results.json already there), `--baseline FILE [--baseline-label TEXT]` (compare with the
  * results.json of another run on this machine, e.g. of the code before a change: a "Before and after" section).
@@ -18,10 +20,12 @@ import { collectMachine, loadAverage } from './report/machine.js';
 import type { Baseline, BenchReport } from './report/shape.js';
 import { evaluateTargets } from './report/targets.js';
 import { renderChart } from './report/chart.js';
+import { renderScalingChart } from './report/scaling.js';
 import { renderMarkdown } from './report/markdown.js';
 import { formatWithPrettier } from './report/format.js';
 import { startBenchPostgres, startLocalRedis, type BenchPostgres, type LocalServer } from './services.js';
 import { SUITES } from './suite.js';
+import { mergeRounds, planRuns, ROUND_SUITES } from './rounds.js';
 
 /** Longest a suite may take before it is killed and reported as failed. */
 const SUITE_TIMEOUT_MS = 15 * 60_000;
@@ -41,6 +45,11 @@ function parseArgs(argv: string[]): {
   };
   const only = value('--only')?.split(',').filter(Boolean);
   for (const name of only ?? []) if (!SUITES[name]) throw new Error(`unknown suite ${name}`);
+  const rounds = value('--rounds');
+  if (rounds !== undefined && !(Number(rounds) >= 1 && Number.isInteger(Number(rounds))))
+    throw new Error(`--rounds ${rounds}: give a whole number of rounds, at least 1`);
+  const base = quick ? QUICK : FULL;
+  const scale = rounds === undefined ? base : { ...base, rounds: Number(rounds) };
   const file = value('--baseline');
   let baseline: Baseline | undefined;
   if (file) {
@@ -49,7 +58,7 @@ function parseArgs(argv: string[]): {
     const { baseline: _nested, ...report } = JSON.parse(readFileSync(file, 'utf8')) as BenchReport;
     baseline = { label: value('--baseline-label') ?? `baseline run (${file})`, report };
   }
-  return { scale: quick ? QUICK : FULL, only, baseline };
+  return { scale, only, baseline };
 }
 
 function runSuite(name: string, ctx: BenchContext): Promise<SuiteResult> {
@@ -75,12 +84,13 @@ function runSuite(name: string, ctx: BenchContext): Promise<SuiteResult> {
       const seconds = (performance.now() - started) / 1000;
       if (code === 0 && existsSync(ctx.resultFile)) {
         const result = JSON.parse(readFileSync(ctx.resultFile, 'utf8')) as SuiteResult;
-        return resolve({ ...result, seconds });
+        return resolve({ ...result, round: ctx.round, seconds });
       }
       resolve({
         suite: name,
         label: name,
         kind: name.startsWith('agentloom') ? 'agentloom' : name.startsWith('w') ? 'extra' : 'peer',
+        round: ctx.round,
         figures: {},
         errors: [`exited ${code ?? signal}: ${output.trim().split('\n').slice(-25).join('\n')}`],
         seconds,
@@ -97,7 +107,8 @@ function describe(result: SuiteResult): string {
     f.w3 && `W3 ${f.w3.median.toFixed(0)} ms`,
     result.errors.length > 0 && `FAILED: ${result.errors[0]?.split('\n')[0]}`,
   ].filter(Boolean);
-  return `${result.suite.padEnd(24)} ${(result.seconds ?? 0).toFixed(0).padStart(4)} s  ${parts.join('  ')}`;
+  const round = result.round === undefined || !ROUND_SUITES.includes(result.suite) ? '' : ` r${result.round}`;
+  return `${(result.suite + round).padEnd(27)} ${(result.seconds ?? 0).toFixed(0).padStart(4)} s  ${parts.join('  ')}`;
 }
 
 /** Writes results.json, the chart and the report. */
@@ -110,7 +121,15 @@ async function writeOutputs(
   writeFileSync(jsonPath, await formatWithPrettier(JSON.stringify(full), jsonPath));
   const chartPath = join(paths.outDir, 'chart.svg');
   writeFileSync(chartPath, await renderChart(full));
-  const markdown = renderMarkdown(full, { reportPath: paths.reportPath, chartPath, jsonPath });
+  const scalingPath = join(paths.outDir, 'scaling.svg');
+  const scaling = await renderScalingChart(full);
+  if (scaling) writeFileSync(scalingPath, scaling);
+  const markdown = renderMarkdown(full, {
+    reportPath: paths.reportPath,
+    chartPath,
+    jsonPath,
+    scalingChartPath: scaling ? scalingPath : undefined,
+  });
   writeFileSync(paths.reportPath, await formatWithPrettier(markdown, paths.reportPath));
   console.log(`bench: wrote ${paths.reportPath}, ${jsonPath}, ${chartPath}`);
 }
@@ -129,7 +148,10 @@ async function main(): Promise<void> {
   chmodSync(work, 0o755);
   const startedAt = new Date();
   const loadBefore = loadAverage();
-  console.log(`bench: ${scale.name} scale, suites: ${names.join(', ')}\nbench: work directory ${work}`);
+  const plan = planRuns(names, scale.rounds);
+  console.log(
+    `bench: ${scale.name} scale, ${scale.rounds} round(s), suites: ${names.join(', ')}\nbench: work directory ${work}`,
+  );
   let postgres: BenchPostgres | undefined;
   let redis: LocalServer | undefined;
   const results: SuiteResult[] = [];
@@ -138,7 +160,7 @@ async function main(): Promise<void> {
     redis = await startLocalRedis(join(work, 'redis'));
     const machine = await collectMachine(postgres.url, redis.url);
     console.log(`bench: PostgreSQL on ${postgres.url}, Redis on ${redis.url}`);
-    for (const name of names) {
+    for (const { name, round } of plan) {
       if (NEEDS_COMMIT_TIMESTAMPS.has(name) && postgres.settings.track_commit_timestamp !== 'on') {
         await postgres.stop();
         postgres = await startBenchPostgres(join(work, 'pg'), {
@@ -146,7 +168,7 @@ async function main(): Promise<void> {
           extra: { track_commit_timestamp: 'on' },
         });
       }
-      const workDir = join(work, name);
+      const workDir = join(work, `${name}-r${round}`);
       mkdirSync(workDir, { recursive: true });
       const ctx: BenchContext = {
         postgresUrl: postgres.url,
@@ -154,9 +176,13 @@ async function main(): Promise<void> {
         scale,
         resultFile: join(workDir, 'result.json'),
         workDir,
+        round,
+        rounds: scale.rounds,
+        postgresPid: postgres.pid,
+        redisPid: redis.pid,
       };
       const result = await runSuite(name, ctx);
-      results.push(result);
+      results.push({ ...result, suite: name });
       console.log(`bench: ${describe(result)}`);
     }
     const finishedAt = new Date();
@@ -168,7 +194,8 @@ async function main(): Promise<void> {
       scale,
       machine,
       postgresSettings: postgres.settings,
-      suites: results,
+      // One result per suite, its rounds merged, in the order of `names`.
+      suites: names.map((name) => mergeRounds(results.filter((r) => r.suite === name))),
       ...(baseline ? { baseline } : {}),
     };
     await writeOutputs(report, { outDir, reportPath });

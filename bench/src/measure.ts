@@ -11,9 +11,14 @@ export interface Summary {
   samples: number[];
 }
 
-/** One figure of one system on one workload. */
+/**
+ * One figure of one system on one workload. Merged over rounds (rounds.ts): `median` is the median of the
+ * rounds' medians, `min`/`max` their range, `rounds` each round's median in order, `samples` every run.
+ */
 export interface Figure extends Summary {
   unit: string;
+  /** Each round's median, in round order (absent in a single-round result). */
+  rounds?: number[];
   /** What one sample is (e.g. "one invocation of 20 steps, ms per step"). */
   note?: string;
 }
@@ -38,17 +43,24 @@ export interface CountsPerStep {
   topStatements: { query: string; callsPerStep: number; meanMs: number; totalMsPerStep: number }[];
 }
 
+/** A figure's key: a workload, or W2 on n worker processes (the scaling suite, `w2x4`). */
+export type FigureKey = 'w1' | 'w2' | 'w3' | `w2x${number}`;
+
 /** What a suite writes: its figures by workload, counters, extra results, and errors. */
 export interface SuiteResult {
   suite: string;
   label: string;
   kind: 'agentloom' | 'peer' | 'floor' | 'extra';
-  figures: Partial<Record<'w1' | 'w2' | 'w3', Figure>>;
+  figures: Partial<Record<FigureKey, Figure>>;
   counts?: Partial<Record<string, CountsPerStep>>;
   extra?: Record<string, unknown>;
   errors: string[];
-  /** Seconds the suite took, set by the orchestrator. */
+  /** Seconds the suite took, set by the orchestrator (all rounds together once merged). */
   seconds?: number;
+  /** The round this result is of (1-based), set by the orchestrator on a single round's result. */
+  round?: number;
+  /** Once merged over rounds: each round's figures, errors and seconds (rounds.ts). */
+  roundResults?: Pick<SuiteResult, 'round' | 'figures' | 'errors' | 'seconds'>[];
 }
 
 /** Sorted copy. */

@@ -20,6 +20,7 @@ export const SUITES: Readonly<Record<string, (ctx: BenchContext) => Promise<Suit
   'agentloom-pg-redis-1': (ctx) => mode('pg-redis-1', ctx),
   'agentloom-pg-redis-2': (ctx) => mode('pg-redis-2', ctx),
   'agentloom-pg-pgqueue-1': (ctx) => mode('pg-pgqueue-1', ctx),
+  'scaling-redis': async (ctx) => (await import('./agentloom/scaling.js')).runScaling(ctx),
   w4: async (ctx) => (await import('./agentloom/takeover.js')).runTakeover(ctx),
   w5: async (ctx) => (await import('./agentloom/paused.js')).runPaused(ctx),
   w6: async (ctx) => (await import('./agentloom/follow.js')).runFollow(ctx),

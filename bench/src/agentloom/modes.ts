@@ -16,7 +16,7 @@ import { createEngine, type Engine } from '../../../src/index.js';
 import type { BenchContext } from '../context.js';
 import { createDatabase } from '../services.js';
 import { apps } from './apps.js';
-import { startWorkers, type WorkerProcess } from './workers.js';
+import { startWorkers, type WorkerOptions, type WorkerProcess } from './workers.js';
 
 export type ModeName = 'pglite' | 'pg-local' | 'pg-redis-1' | 'pg-redis-2' | 'pg-pgqueue-1';
 
@@ -35,8 +35,8 @@ export interface ModeTarget {
   database: string | undefined;
   databaseUrl: string | undefined;
   workers: WorkerProcess[];
-  /** Starts one more worker process like the others (distributed modes) and adds it to `workers`. */
-  spawnWorker?: () => Promise<WorkerProcess>;
+  /** Starts one more worker process like the others (distributed modes; `extra` options) and adds it. */
+  spawnWorker?: (extra?: Partial<WorkerOptions>) => Promise<WorkerProcess>;
   close(): Promise<void>;
 }
 
@@ -46,6 +46,8 @@ export interface OpenModeOptions {
   leaseMs?: number;
   /** Database name (default `al_<mode>`). */
   database?: string;
+  /** Worker processes of a distributed mode (default: the mode's, 1 or 2). */
+  workers?: number;
 }
 
 const silent = (): Logger => pino({ level: 'error' });
@@ -82,7 +84,7 @@ export async function openMode(
   const queue = queueKind === 'redis' ? { redis: ctx.redisUrl, prefix } : { postgres: url, prefix };
   // The producer migrates the database before any worker starts (workers then find it up to date).
   const engine = await createEngine({ apps, database: url, queue, worker: false, logger: silent() });
-  const count = mode === 'pg-redis-2' ? 2 : 1;
+  const count = options.workers ?? (mode === 'pg-redis-2' ? 2 : 1);
   const workerOptions = {
     databaseUrl: url,
     queue: queueKind,
@@ -103,8 +105,8 @@ export async function openMode(
     database,
     databaseUrl: url,
     workers,
-    spawnWorker: async () => {
-      const [worker] = await startWorkers(1, workerOptions);
+    spawnWorker: async (extra = {}) => {
+      const [worker] = await startWorkers(1, { ...workerOptions, ...extra });
       workers.push(worker as WorkerProcess);
       return worker as WorkerProcess;
     },

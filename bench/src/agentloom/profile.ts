@@ -10,7 +10,7 @@ interface ProfileNode {
   callFrame: { functionName: string; url: string; lineNumber: number };
 }
 
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -68,6 +68,46 @@ function top(map: Map<string, number>, totalMs: number, count: number): ProfileE
     .map(([name, selfMs]) => ({ name, selfMs, percent: (100 * selfMs) / totalMs }));
 }
 
+/**
+ * Self time by area and by function of a V8 CPU profile; with `window` (CLOCK_MONOTONIC microseconds, the clock
+ * of the profile's timestamps on Linux, as `process.hrtime` in any process), only the samples inside it.
+ */
+export function summarizeProfile(
+  profile: Profile,
+  window?: { fromUs: number; toUs: number },
+): ProfileSummary {
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const areas = new Map<string, number>();
+  const functions = new Map<string, number>();
+  let profilerMs = 0;
+  let at = profile.startTime;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (window && (at < window.fromUs || at > window.toUs)) return;
+    const node = byId.get(id);
+    if (!node) return;
+    const ms = delta / 1000;
+    // The inspector's own dispatch (Profiler.start / stop running synchronously) is the profiler, not the work.
+    if (!node.callFrame.url && node.callFrame.functionName === 'dispatch') {
+      profilerMs += ms;
+      return;
+    }
+    const area = areaOf(node.callFrame);
+    areas.set(area, (areas.get(area) ?? 0) + ms);
+    if (area === '(idle)') return;
+    const { functionName, url, lineNumber } = node.callFrame;
+    const key = url ? `${functionName || '(anonymous)'} ${shortUrl(url)}:${lineNumber + 1}` : functionName;
+    functions.set(key, (functions.get(key) ?? 0) + ms);
+  });
+  const spanUs = window
+    ? Math.min(window.toUs, profile.endTime) - Math.max(window.fromUs, profile.startTime)
+    : profile.endTime - profile.startTime;
+  const wallMs = spanUs / 1000 - profilerMs;
+  const busyMs = wallMs - (areas.get('(idle)') ?? 0);
+  return { wallMs, busyMs, byArea: top(areas, wallMs, 20), byFunction: top(functions, wallMs, 25) };
+}
+
 /** Profiles this process while `work` runs. */
 export async function cpuProfile(work: () => Promise<unknown>): Promise<ProfileSummary> {
   const session = new Session();
@@ -78,29 +118,7 @@ export async function cpuProfile(work: () => Promise<unknown>): Promise<ProfileS
     await session.post('Profiler.start');
     await work();
     const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
-    const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-    const areas = new Map<string, number>();
-    const functions = new Map<string, number>();
-    let profilerMs = 0;
-    profile.samples.forEach((id, i) => {
-      const node = byId.get(id);
-      if (!node) return;
-      const ms = (profile.timeDeltas[i] ?? 0) / 1000;
-      // The inspector's own dispatch (Profiler.start / stop running synchronously) is the profiler, not the work.
-      if (!node.callFrame.url && node.callFrame.functionName === 'dispatch') {
-        profilerMs += ms;
-        return;
-      }
-      const area = areaOf(node.callFrame);
-      areas.set(area, (areas.get(area) ?? 0) + ms);
-      if (area === '(idle)') return;
-      const { functionName, url, lineNumber } = node.callFrame;
-      const key = url ? `${functionName || '(anonymous)'} ${shortUrl(url)}:${lineNumber + 1}` : functionName;
-      functions.set(key, (functions.get(key) ?? 0) + ms);
-    });
-    const wallMs = (profile.endTime - profile.startTime) / 1000 - profilerMs;
-    const busyMs = wallMs - (areas.get('(idle)') ?? 0);
-    return { wallMs, busyMs, byArea: top(areas, wallMs, 20), byFunction: top(functions, wallMs, 25) };
+    return summarizeProfile(profile);
   } finally {
     await session.post('Profiler.disable').catch(() => undefined);
     session.disconnect();

@@ -7,7 +7,12 @@
  *    period, and an idle window at the end gives the background rate to subtract;
  * 3. the marginal statements of a leaf step: (statements of a 20-leaf run − those of a 5-leaf run) / 15, which
  *    removes what every invocation costs once (enqueue, wait, root node);
- * 4. pg-local only: a CPU profile of one W1 and one W2 run (not timed).
+ * 4. pg-local only: a CPU profile of one W1 and one W2 run (not timed);
+ * 5. PostgreSQL modes: where a step's round trips go (breakdown.ts: Redis commands and statements by kind, one
+ *    W1 and one W2 run, not timed).
+ *
+ * In rounds (rounds.ts) the suite runs once per round; the flushed statistics (step 2's quiet periods), the
+ * marginal step, the profile and the breakdown are measured in round 1 only (counts are deterministic).
  */
 import type { BenchContext } from '../context.js';
 import { repeat, type CountsPerStep, type SuiteResult } from '../measure.js';
@@ -15,6 +20,7 @@ import { laggedPerStep, PgCounters, type LaggedSnapshot } from '../pg-counters.j
 import { W1_STEPS, W2_STEPS } from './apps.js';
 import { MODE_LABELS, openMode, type ModeName } from './modes.js';
 import { cpuProfile } from './profile.js';
+import { roundTrips } from './breakdown.js';
 import { seq5Alone, w1, w2, w3, W3_STEPS } from './workloads.js';
 
 /** Runs W1–W3 (and counters, and a profile on pg-local) for `mode`. */
@@ -30,6 +36,8 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
   const target = await openMode(mode, ctx);
   const counters = target.database ? await PgCounters.open(ctx.postgresUrl, target.database) : undefined;
   const { engine } = target;
+  const once = ctx.round === 1;
+  const slow = once ? counters : undefined;
   try {
     // 1. Warm-up: JIT, pools, prepared plans, the queue's connections.
     await w1(engine);
@@ -39,7 +47,7 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     const opts = { warmup: 0, runs: scale.runs };
     const counts: Record<string, CountsPerStep> = {};
     const flushed: LaggedSnapshot[] = [];
-    if (counters) flushed.push(await counters.laggedAfterFlush());
+    if (slow) flushed.push(await slow.laggedAfterFlush());
 
     let window = await counters?.begin();
     result.figures.w1 = await repeat({ ...opts, unit: 'ms/step', note: 'one invocation of 20 leaves' }, () =>
@@ -47,7 +55,7 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     );
     if (counters && window) {
       counts.w1 = await counters.end(window, scale.runs * W1_STEPS);
-      flushed.push(await counters.laggedAfterFlush());
+      if (slow) flushed.push(await slow.laggedAfterFlush());
     }
 
     window = await counters?.begin();
@@ -57,7 +65,7 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     );
     if (counters && window) {
       counts.w2 = await counters.end(window, scale.runs * scale.w2Invocations * W2_STEPS);
-      flushed.push(await counters.laggedAfterFlush());
+      if (slow) flushed.push(await slow.laggedAfterFlush());
     }
 
     window = await counters?.begin();
@@ -67,7 +75,9 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     );
     if (counters && window) counts.w3 = await counters.end(window, scale.runs * W3_STEPS);
 
-    if (counters) {
+    if (counters && !slow) result.counts = counts;
+    if (slow) {
+      const counters = slow;
       // 3. Marginal cost of one leaf step: 20-leaf runs minus 5-leaf runs, per extra leaf.
       window = await counters.begin();
       for (let i = 0; i < scale.runs; i++) await seq5Alone(engine);
@@ -107,7 +117,14 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
       };
     }
 
-    if (mode === 'pg-local') {
+    if (once && counters && target.database) {
+      result.extra = {
+        ...result.extra,
+        roundTrips: await roundTrips({ mode, target, counters, ctx }),
+      };
+    }
+
+    if (once && mode === 'pg-local') {
       result.extra = {
         ...result.extra,
         profileW1: await cpuProfile(() => w1(engine)),

@@ -23,6 +23,8 @@ export interface WorkerOptions {
   apps?: string;
   /** More flags for `agentloom worker`. */
   args?: string[];
+  /** Flags for node itself, before the script (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
   /** More environment variables. */
   env?: Record<string, string>;
 }
@@ -44,6 +46,7 @@ export class WorkerProcess {
   constructor(options: WorkerOptions) {
     this.logPath = join(options.logDir, `${options.prefix}-w${++sequence}.log`);
     const args = [
+      ...(options.nodeArgs ?? []),
       join(REPO, 'bin/agentloom.js'),
       'worker',
       '--apps',

@@ -1,10 +1,11 @@
 /**
- * The chart of W1–W3 (median bar, min–max whisker per system, the issue's absolute W3 target as a rule), written
+ * The chart of W1–W3 (median bar, range whisker per system (spread.ts), the issue's absolute W3 target as a rule), written
  * as a vega-lite spec, compiled to vega and rendered headless to SVG.
  */
 import { compile, type TopLevelSpec } from 'vega-lite';
 import { parse, View } from 'vega';
 import { figure, type BenchReport, type Workload } from './shape.js';
+import { rangeOf } from './spread.js';
 
 /** Short names for the chart's axis. */
 const NAMES: Record<string, string> = {
@@ -76,8 +77,8 @@ function rows(report: BenchReport, workload: Workload, digits: number): Row[] {
         kind: s.kind,
         order,
         median: f.median,
-        min: f.min,
-        max: f.max,
+        min: rangeOf(f).low,
+        max: rangeOf(f).high,
         text: f.median.toFixed(digits),
       },
     ];
@@ -98,7 +99,7 @@ function panel(report: BenchReport, p: (typeof PANELS)[number]): Record<string, 
       mark: { type: 'bar', height: 14 },
       encoding: {
         y,
-        x: { field: 'median', type: 'quantitative', title: `${p.axis} (median; whisker: min–max)` },
+        x: { field: 'median', type: 'quantitative', title: `${p.axis} (median; whisker: range)` },
         color: {
           field: 'kind',
           type: 'nominal',
@@ -151,8 +152,8 @@ export async function renderChart(report: BenchReport): Promise<string> {
   const spec = {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: {
-      text: 'agentloom vs DBOS Transact, LangGraph JS and the floors (one run)',
-      subtitle: `${report.machine.cores} cores, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (fsync on), ${report.startedAt.slice(0, 10)}`,
+      text: `agentloom vs DBOS Transact, LangGraph JS and the floors (one run, ${report.scale.rounds ?? 1} interleaved round(s))`,
+      subtitle: `${report.machine.cores} cores, ${report.machine.memoryGiB} GiB, Node ${report.machine.node}, PostgreSQL ${report.machine.postgres} (fsync on), ${report.startedAt.slice(0, 10)}; bar: median of the rounds, whisker: their range`,
     },
     vconcat: PANELS.map((p) => panel(report, p)),
     resolve: { scale: { color: 'shared' } },

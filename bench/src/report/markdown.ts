@@ -10,6 +10,9 @@ import { analysis } from './analysis.js';
 import { baselineSection } from './baseline.js';
 import { best, counts, figure, labelOf, marginal, suite, type BenchReport, type Workload } from './shape.js';
 import { PG_MODES } from './targets.js';
+import { ratioOf, relativeSpread, rangeOf } from './spread.js';
+import { goalsTable, roundTripsSection, verdictCell } from './sections33.js';
+import { scalingSection } from './scaling.js';
 
 const AGENTLOOM = [
   'agentloom-pglite',
@@ -32,9 +35,11 @@ const n = (value: number | undefined, digits = 2): string =>
     ? '—'
     : value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
+/** Median, range (of the rounds' medians; of the runs with one round) and relative spread. */
 function cell(f: Figure | undefined, digits: number): string {
   if (!f) return '—';
-  return `**${n(f.median, digits)}** (${n(f.min, digits)}–${n(f.max, digits)})`;
+  const r = rangeOf(f);
+  return `**${n(f.median, digits)}** (${n(r.low, digits)}–${n(r.high, digits)}, ±${n((100 * relativeSpread(f)) / 2, 0)}%)`;
 }
 
 function table(header: string[], rows: string[][]): string {
@@ -44,7 +49,13 @@ function table(header: string[], rows: string[][]): string {
 
 function figuresTable(report: BenchReport): string {
   const rows = report.suites
-    .filter((s) => Object.keys(s.figures).length > 0 || (s.kind !== 'extra' && s.errors.length > 0))
+    .filter(
+      (s) =>
+        s.figures.w1 !== undefined ||
+        s.figures.w2 !== undefined ||
+        s.figures.w3 !== undefined ||
+        (s.kind !== 'extra' && s.errors.length > 0 && s.suite !== 'scaling-redis'),
+    )
     .map((s) => [
       s.label,
       cell(s.figures.w1, 2),
@@ -56,12 +67,9 @@ function figuresTable(report: BenchReport): string {
 }
 
 function targetsTable(report: BenchReport): string {
-  const rows = (report.targets ?? []).map((t) => [
-    t.name,
-    t.goal,
-    t.actual,
-    t.met === undefined ? 'not measured' : t.met ? '**met**' : '**not met**',
-  ]);
+  const rows = (report.targets ?? [])
+    .filter((t) => t.issue !== 33)
+    .map((t) => [t.name, t.goal, t.actual, verdictCell(t)]);
   return table(['target', 'goal', 'this run', ''], rows);
 }
 
@@ -71,7 +79,10 @@ function ratiosTable(report: BenchReport, workload: Workload): string {
     const mine = figure(report, a, workload) as Figure;
     return [
       labelOf(report, a),
-      ...others.map((o) => `${n(mine.median / (figure(report, o, workload) as Figure).median)}×`),
+      ...others.map((o) => {
+        const r = ratioOf(mine, figure(report, o, workload) as Figure);
+        return r.low === r.high ? `${n(r.value)}×` : `${n(r.value)}× (${n(r.low)}–${n(r.high)})`;
+      }),
     ];
   });
   return table(['agentloom mode', ...others.map((o) => SHORT[o] ?? o)], rows);
@@ -166,7 +177,11 @@ function profileSection(title: string, p: ProfileSummary | undefined): string {
 function statementKinds(c: CountsPerStep): Record<string, number> {
   const kinds: Record<string, number> = {};
   for (const s of c.topStatements) {
-    const q = s.query.trim().toLowerCase();
+    // An EXECUTE of a statement prepared by SQL PREPARE is counted under the PREPARE's text.
+    const q = s.query
+      .trim()
+      .toLowerCase()
+      .replace(/^prepare\s+\S+\s+as\s+/, '');
     const kind = /^(begin|commit|rollback|savepoint|release)/.test(q)
       ? 'transaction control'
       : /pg_notify|^notify/.test(q)
@@ -349,7 +364,7 @@ function method(report: BenchReport): string {
   const s = report.scale;
   return `## How it was measured
 
-- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. Figures are **medians of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**, with min and max. The machine was not otherwise idle (see the load average); compare figures of one run only.
+- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. The comparison suites (floors, peers, agentloom's modes, scaling) run in **${s.rounds} interleaved round(s)** (floor, DBOS, …, agentloom's modes, then again), a fresh process each time; a round's figure is the **median of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**, the reported figure the median of the rounds' figures, with their range. Counters, the marginal step, the profiles and the round-trip counts are measured in round 1. The machine was not otherwise idle (see the load average); compare figures of one run only.
 - **W1**: one invocation of a 20-leaf sequence, ms per leaf step = wall time / 20. **W2**: ${s.w2Invocations} invocations of a 5-leaf sequence started at once, steps/s = ${s.w2Invocations * 5} / wall time. **W3**: 50 parallel leaves that sleep 200 ms, then a join leaf; wall ms. For agentloom the clock runs from before \`engine.enqueue\` to \`engine.wait\` seeing the invocation completed (so enqueueing is included); a leaf is a \`BaseAgent\` subclass whose \`runImpl\` yields one \`createEvent\`.
 - **agentloom modes** (a fresh database each): embedded PGlite on disk (in-process queue); PostgreSQL + in-process queue (\`queue: 'local'\`, concurrency 64); PostgreSQL + BullMQ on Redis with 1 and with 2 \`agentloom worker\` processes (\`node bin/agentloom.js worker --apps bench/src/agentloom/apps.ts --queue redis --concurrency 64\`, default lease and log level), the bench process enqueuing through \`createEngine({ worker: false })\`; PostgreSQL-only (\`--queue postgres\`, 1 worker process).
 - **DBOS Transact**: a workflow of \`DBOS.runStep\` calls, system database on the same server (pool of 20), workflows started in-process; W3's 50 steps started together with Promise.all, then a join step. **LangGraph JS**: a StateGraph whose nodes each append one entry to a list channel, PostgresSaver over a pool of 20, \`durability: 'async'\`, one thread per invocation. **Raw BullMQ**: a chain where each job enqueues the next (producer and worker in one process, concurrency 64). **Design floor**: the same chain with one \`INSERT … ON CONFLICT DO UPDATE\` per step into a regular table, committed before the next job is enqueued. **Physical floor**: autocommit INSERTs into a regular (WAL-logged, not TEMPORARY) table on one connection; its W2 is ${s.w2Invocations} callers × 5 commits over 20 connections.
@@ -357,21 +372,26 @@ function method(report: BenchReport): string {
 - **W4**: two worker processes; a leaf that sleeps; the worker holding it (its pid in \`nodes.lease_owner\`) is SIGKILLed; the harness polls \`nodes\` every 10 ms until \`attempt\` rose under another owner. ${s.w4DefaultLeaseReps} run(s) with the default lease (15 s), ${s.w4ShortLeaseReps} with \`--lease-ms ${s.w4ShortLeaseMs}\`.
 - **W5**: one worker process; an LlmAgent whose (non-recording) model calls a FunctionTool with \`requireConfirmation\`; ${s.w5Warmup} unmeasured pauses, then ${s.w5Paused} measured ones; RSS from /proc/<pid>/status VmRSS of the worker process.
 - **W6**: the server is restarted with \`track_commit_timestamp = on\` for this suite only. A sequence of ${s.w6Leaves} leaves that wait ${s.w6GapMs} ms and then emit an event whose text is the wall clock; a follower (\`engine.events(id, { follow: true })\`) in the bench process records when each event arrives. commit → received uses \`pg_xact_commit_timestamp(xmin)\` of the event row (PostgreSQL's clock; the offset to Node's clock is measured with \`clock_timestamp()\` and applied; it is the same host clock, so it is ~0); emitted → received uses the leaf's own stamp, taken before the insert. ${s.w6Invocations} followed invocations per mode after one warm-up (${s.w6Invocations * s.w6Leaves} events).
-- **Scaled for this machine** (2 cores, total run ≈ 20 min): ${s.runs} measured runs per workload; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
+- **Scaling**: W2 with ${(s.scalingWorkers ?? [1, 2, 4]).join(', ')} \`agentloom worker\` processes on PostgreSQL + BullMQ/Redis, a fresh database and fresh workers for each count; CPU time from /proc/<pid>/stat of the workers, of the postmaster and its children, of Redis and of the bench process, the machine's busy share from /proc/stat; the worker's profile: \`node --cpu-prof\` on a worker of its own, its samples cut to one W2 run.
+- **Scaled for this machine** (2 cores, total run ≈ 15 min with ${s.rounds ?? 1} rounds): ${s.runs} measured runs per workload; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
 
 Reproduce: \`npm run bench\` at the repository root (installs bench/'s dependencies when missing). \`npm run bench -- --quick\` runs a tiny version into bench/results/quick/; \`-- --only dbos,agentloom-pg-local\` runs some suites.`;
+}
+
+function rounds(report: BenchReport): number {
+  return report.scale.rounds ?? 1;
 }
 
 /** The whole of BENCHMARKS.md. */
 export function renderMarkdown(
   report: BenchReport,
-  paths: { reportPath: string; chartPath: string; jsonPath: string },
+  paths: { reportPath: string; chartPath: string; jsonPath: string; scalingChartPath?: string },
 ): string {
   const rel = (p: string): string => relative(dirname(paths.reportPath), p);
   const failed = report.suites.filter((s) => s.errors.length > 0);
   return `# Benchmarks
 
-Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run. Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: issue 7 and ARCHITECTURE.md "Performance budget".
+Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run (${rounds(report)} interleaved round(s) of the comparison suites). Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: issue 7 and ARCHITECTURE.md "Performance budget".
 
 ![W1–W3 side by side](${rel(paths.chartPath)})
 
@@ -381,7 +401,7 @@ ${machineTable(report)}
 
 ## W1–W3
 
-Median (min–max) of ${report.scale.runs} runs after a warm-up.
+${rounds(report) > 1 ? `Median of the ${rounds(report)} rounds' medians (each round: ${report.scale.runs} run(s) after a warm-up, a fresh process per system), the range of the rounds' medians, and ± half that range as a share of the median.` : `Median (range, ± half the range as a share of the median) of ${report.scale.runs} runs after a warm-up.`}
 
 ${figuresTable(report)}
 
@@ -390,11 +410,15 @@ ${failed.length > 0 ? `Failures: ${failed.map((s) => `${s.suite}: \`${s.errors.j
 
 ${targetsTable(report)}
 
-For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for W2 the best of those that run on one process (the 2-worker mode is shown, not counted).
+For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for W2 the best of those that run on one process (the 2-worker mode is shown, not counted). Ratios are of medians; "range" is every ratio the two systems' ranges allow; a verdict is **inconclusive** when the goal is met at one end of that range and missed at the other (bench/README.md, "Rounds, spread and verdicts").
+
+### Issue 33: the distributed modes
+
+${goalsTable(report)}
 
 ## Ratios
 
-agentloom ÷ the other system, on medians. W1 and W3: below 1× is faster. W2: above 1× is more throughput.
+agentloom ÷ the other system, on medians (in brackets: every ratio the two ranges allow). W1 and W3: below 1× is faster. W2: above 1× is more throughput.
 
 ### W1 (ms per step)
 
@@ -419,6 +443,8 @@ Marginal cost of one more leaf step (a 20-leaf run minus a 5-leaf run, / 15), an
 
 ${marginalTable(report)}
 
+${scalingSection(report, paths.scalingChartPath && rel(paths.scalingChartPath))}
+${roundTripsSection(report)}
 ## Where the time goes
 
 ${analysis(report)}

@@ -21,13 +21,18 @@ export interface BenchReport {
   baseline?: Baseline;
 }
 
-/** One target and whether this run meets it. */
+/** One target and whether this run meets it (report/spread.ts: the rule for "inconclusive"). */
 export interface Target {
   name: string;
   goal: string;
   actual: string;
-  /** undefined: could not be evaluated (a figure is missing). */
+  /** The verdict of the medians; undefined: could not be evaluated (a figure is missing). */
   met: boolean | undefined;
+  /** met / not met when both ends of the range agree, else inconclusive (absent in older results). */
+  verdict?: 'met' | 'not met' | 'inconclusive' | 'not measured';
+  /** The issue the target is of (7 when absent) and, for issue 33's goals, the mode it applies to. */
+  issue?: number;
+  mode?: string;
 }
 
 export type Workload = 'w1' | 'w2' | 'w3';

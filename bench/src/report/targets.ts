@@ -1,9 +1,12 @@
 /**
- * The targets of issue 7 / ARCHITECTURE.md "Performance budget", each evaluated against this run's figures
- * (the report's shape and lookups: shape.ts).
+ * The targets of issue 7 / ARCHITECTURE.md "Performance budget" and the goals of issue 33 (per distributed
+ * mode, goals33.ts), each evaluated against this run's figures (the report's shape and lookups: shape.ts), with
+ * the spread rule of spread.ts: met / not met only when both ends of the range agree.
  */
 import type { Figure } from '../measure.js';
+import { issue33Goals } from './goals33.js';
 import { best, figure, marginal, suite, type BenchReport, type Target } from './shape.js';
+import { exact, rangeOf, rangeText, ratioOf, verdictOf, type Ranged } from './spread.js';
 
 /** agentloom's PostgreSQL modes (all), and those running on one process (for the throughput target). */
 export const PG_MODES = [
@@ -26,21 +29,24 @@ export function evaluateTargets(report: BenchReport): Target[] {
   const w2 = best(report, ONE_PROCESS_PG_MODES, 'w2');
   const w3 = best(report, PG_MODES, 'w3');
   const lite = figure(report, 'agentloom-pglite', 'w1');
-  const ratio = (a: Figure | undefined, b: Figure | undefined): number | undefined =>
-    a && b ? a.median / b.median : undefined;
+  const ratio = (a: Figure | undefined, b: Figure | undefined): Ranged | undefined =>
+    a && b ? ratioOf(a, b) : undefined;
   const check = (
     name: string,
     goal: string,
-    value: number | undefined,
+    ranged: Ranged | number | undefined,
     ok: (v: number) => boolean,
     show: string,
-  ) =>
+  ) => {
+    const v = typeof ranged === 'number' ? exact(ranged) : ranged;
     targets.push({
       name,
       goal,
-      actual: value === undefined ? 'not measured' : show,
-      met: value === undefined ? undefined : ok(value),
+      actual: v === undefined ? 'not measured' : show + rangeText(v),
+      met: v === undefined ? undefined : ok(v.value),
+      verdict: verdictOf(v, ok),
     });
+  };
 
   const r1 = ratio(w1?.figure, floor);
   check(
@@ -48,7 +54,7 @@ export function evaluateTargets(report: BenchReport): Target[] {
     '≤ 1.4× BullMQ + upsert',
     r1,
     (v) => v <= 1.4,
-    `${f2(r1 ?? 0)}× (${w1?.name}: ${f2(w1?.figure.median ?? 0)} ms/step vs ${f2(floor?.median ?? 0)})`,
+    `${f2(r1?.value ?? 0)}× (${w1?.name}: ${f2(w1?.figure.median ?? 0)} ms/step vs ${f2(floor?.median ?? 0)})`,
   );
   const r2 = ratio(w1?.figure, dbosW1);
   check(
@@ -56,7 +62,7 @@ export function evaluateTargets(report: BenchReport): Target[] {
     '≤ 0.6× DBOS',
     r2,
     (v) => v <= 0.6,
-    `${f2(r2 ?? 0)}× (${f2(w1?.figure.median ?? 0)} vs ${f2(dbosW1?.median ?? 0)} ms/step)`,
+    `${f2(r2?.value ?? 0)}× (${f2(w1?.figure.median ?? 0)} vs ${f2(dbosW1?.median ?? 0)} ms/step)`,
   );
   const r3 = ratio(w2?.figure, dbosW2);
   check(
@@ -64,16 +70,22 @@ export function evaluateTargets(report: BenchReport): Target[] {
     '≥ 2× DBOS steps/s',
     r3,
     (v) => v >= 2,
-    `${f2(r3 ?? 0)}× (${w2?.name}: ${(w2?.figure.median ?? 0).toFixed(0)} vs ${(dbosW2?.median ?? 0).toFixed(0)} steps/s)`,
+    `${f2(r3?.value ?? 0)}× (${w2?.name}: ${(w2?.figure.median ?? 0).toFixed(0)} vs ${(dbosW2?.median ?? 0).toFixed(0)} steps/s)`,
   );
   check(
     'W3 fan-out wall time',
     '≤ 230 ms',
-    w3?.figure.median,
+    w3 && rangeOf(w3.figure),
     (v) => v <= 230,
     `${(w3?.figure.median ?? 0).toFixed(0)} ms (${w3?.name})`,
   );
-  check('embedded PGlite W1', '≤ 3 ms/step', lite?.median, (v) => v <= 3, `${f2(lite?.median ?? 0)} ms/step`);
+  check(
+    'embedded PGlite W1',
+    '≤ 3 ms/step',
+    lite && rangeOf(lite),
+    (v) => v <= 3,
+    `${f2(lite?.median ?? 0)} ms/step`,
+  );
 
   const modes = PG_MODES.filter((m) => marginal(report, m) !== undefined);
   const worst = (key: string): number | undefined =>
@@ -106,5 +118,5 @@ export function evaluateTargets(report: BenchReport): Target[] {
     (v) => v < 200,
     `${(growth ?? 0).toFixed(0)} bytes per paused run (${(((w5?.rssGrowthBytes ?? 0) as number) / 2 ** 20).toFixed(1)} MiB over ${w5?.paused ?? 0})`,
   );
-  return targets;
+  return [...targets, ...issue33Goals(report)];
 }
