@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
+import type { Budget } from '../models/budget/budget.js';
 import { newId } from '../core/ids.js';
 import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { getInvocation, type InvocationRow } from '../store/repos/invocations.js';
@@ -428,10 +429,13 @@ export class Engine {
   }
 
   /** Runs a failed or cancelled invocation again from its checkpoints. */
-  async retry(invocationId: string, options: { maxLlmCalls?: number } = {}): Promise<InvocationView> {
+  async retry(
+    invocationId: string,
+    options: { maxLlmCalls?: number; budget?: Budget } = {},
+  ): Promise<InvocationView> {
     const inv = await requireInvocation(this.store.db, invocationId);
     this.assertSameDefinition(inv);
-    const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options.maxLlmCalls));
+    const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options));
     await this.wake(jobs, inv.definitionHash);
     return this.get(invocationId);
   }

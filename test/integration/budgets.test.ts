@@ -155,6 +155,18 @@ describe.each(backends)('budgets on $name', (backend) => {
       expect(failed.error?.message).toContain('budget.tokens');
       expect(f.calls).toBe(6);
       expect(failed.spent.tokens).toBe(900);
+
+      // Retried with the budget raised: it goes on from its journal (no stored call again) to the end.
+      await expect(engine.retry(failed.id, { budget: { tokens: -5 } })).rejects.toMatchObject({
+        code: 'VALIDATION',
+        details: { field: 'budget.tokens' },
+      });
+      await engine.retry(failed.id, { budget: { tokens: 100_000 } });
+      const retried = await engine.wait(failed.id, { timeoutMs: 60_000 });
+      expect(retried.status).toBe('completed');
+      expect(f.calls).toBe(10);
+      expect(retried.spent.tokens).toBe(1500);
+      expect(retried.budget).toMatchObject({ tokens: 100_000, onExceeded: 'fail' });
     } finally {
       await engine.close();
     }

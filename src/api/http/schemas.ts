@@ -234,7 +234,13 @@ export const forkListSchema = z.object({
 });
 
 export const retryBodySchema = z
-  .strictObject({ maxLlmCalls: z.number().int().min(1).max(1_000_000).optional() })
+  .strictObject({
+    maxLlmCalls: z.number().int().min(1).max(1_000_000).optional(),
+    budget: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe("the run's budget raised field by field before it runs again (e.g. {tokens: 5000})"),
+  })
   .nullish();
 
 // ---- responses ----

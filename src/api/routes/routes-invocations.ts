@@ -3,6 +3,7 @@ import { traceparentOf } from '../http/trace-header.js';
 import type { FastifyRequest } from 'fastify';
 import { hasErrorCode } from '../../core/errors.js';
 import type { FunctionResponseInput } from '../../engine/runs/resume.js';
+import type { Budget } from '../../models/budget/budget.js';
 import type { InvocationView, PendingCall } from '../../engine/runs/views.js';
 import { actorOf, appNotFound, principalOf, visibleInvocation } from '../http/access.js';
 import { canSee } from '../http/auth.js';
@@ -231,9 +232,12 @@ export function invocationRoutes(app: ApiApp, ctx: RouteContext): void {
     },
     handler: async (request) => {
       const view = await visibleInvocation(engine, request, request.params.id);
-      const maxLlmCalls = request.body?.maxLlmCalls;
+      const { maxLlmCalls, budget } = request.body ?? {};
       return invocationJson(
-        await engine.retry(view.id, maxLlmCalls === undefined ? {} : { maxLlmCalls }),
+        await engine.retry(view.id, {
+          ...(maxLlmCalls === undefined ? {} : { maxLlmCalls }),
+          ...(budget === undefined ? {} : { budget: budget as Budget }),
+        }),
         ctx.traceUrl,
       );
     },

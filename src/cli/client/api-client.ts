@@ -274,8 +274,11 @@ export class ApiClient {
   }
 
   /** `POST /v1/invocations/:id/retry` (failed or cancelled runs only: else CONFLICT). */
-  retry(id: string): Promise<InvocationJson> {
-    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/retry`, { method: 'POST' });
+  retry(id: string, body?: { budget?: Record<string, unknown> }): Promise<InvocationJson> {
+    return this.json(invocationSchema, `/v1/invocations/${encodeURIComponent(id)}/retry`, {
+      method: 'POST',
+      ...(body ? { body } : {}),
+    });
   }
 
   /** `POST /v1/invocations/:id/fork`: a new run with the history up to `body.at` copied, live from there. */

@@ -252,10 +252,20 @@ export function registerClientCommands(program: Command): void {
       'run a failed or cancelled invocation again from its checkpoints (stored calls are not repeated)',
     )
     .argument('<id>', 'the invocation id')
+    .option('--budget <json>', "raise the run's budget first, field by field (e.g. '{\"tokens\": 5000}')")
     .action(
-      exitWith(async (id: string, o: ClientFlags) => {
+      exitWith(async (id: string, o: ClientFlags & { budget?: string }) => {
         const client = clientOf(o);
-        answered(client, `retrying ${id}`, await client.retry(id));
+        const budget =
+          o.budget === undefined ? undefined : parseJsonArgument(o.budget, '--budget', `'{"tokens": 5000}'`);
+        if (
+          budget !== undefined &&
+          (typeof budget !== 'object' || budget === null || Array.isArray(budget))
+        ) {
+          throw new UsageError(`--budget must be a JSON object such as '{"tokens": 5000}'`);
+        }
+        const body = budget === undefined ? undefined : { budget: budget as Record<string, unknown> };
+        answered(client, `retrying ${id}`, await client.retry(id, body));
         return EXIT.ok;
       }),
     );

@@ -1,6 +1,8 @@
 /** Cancel and retry: state transitions of a whole invocation, each one transaction. */
 import { isLeafKind, SETTLED, type NodeStatus } from '../../agents/workflow/workflow.js';
 import { AgentloomError } from '../../core/errors.js';
+import { validateBudget, type Budget } from '../../models/budget/budget.js';
+import { setBudgetTx } from '../../store/repos/spends.js';
 import type { Db } from '../../store/db/database.js';
 import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
 import {
@@ -136,7 +138,13 @@ export async function outsideStopsOf(
  * Runs a failed or cancelled invocation again from its checkpoints: failed/cancelled nodes become runnable
  * (leaves re-run from their journal, so completed model and tool calls are not repeated).
  */
-export async function retryTx(tx: Db, invocationId: string, maxLlmCalls?: number): Promise<NodeJobRef[]> {
+export async function retryTx(
+  tx: Db,
+  invocationId: string,
+  options: { maxLlmCalls?: number; budget?: Budget } = {},
+): Promise<NodeJobRef[]> {
+  const { maxLlmCalls } = options;
+  const budget = options.budget === undefined ? undefined : validateBudget(options.budget, 'budget');
   const inv = await getInvocation(tx, invocationId, true);
   if (!inv)
     throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
@@ -148,6 +156,8 @@ export async function retryTx(tx: Db, invocationId: string, maxLlmCalls?: number
       `only failed or cancelled invocations can be retried; ${invocationId} is ${inv.status}`,
     );
   }
+  // A run that failed with BUDGET_EXCEEDED (or was stopped at a budget pause) goes on with the limits raised.
+  if (budget) await setBudgetTx(tx, invocationId, { ...inv.budget, ...budget });
   const nodes = await invocationNodes(tx, invocationId);
   const failed = new Set(
     nodes.filter((n) => n.status === 'failed' || n.status === 'cancelled').map((n) => n.path),
