@@ -174,6 +174,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (retention !== undefined) resolveRetention(retention);
   // Bad rate limits too: the error names the field (`rateLimits["openai/gpt-4.1"].concurrency`).
   if (options.rateLimits !== undefined) validateRateLimits(options.rateLimits);
+  const rateLimits =
+    loaded?.rateLimits || options.rateLimits ? { ...loaded?.rateLimits, ...options.rateLimits } : undefined;
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -183,8 +185,8 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await store.close();
     throw err;
   }
-  const rateLimiter = options.rateLimits
-    ? rateLimiterOf(options.rateLimits, options.queue, store, options.maxStepMs)
+  const rateLimiter = rateLimits
+    ? rateLimiterOf(rateLimits, options.queue, store, options.maxStepMs)
     : undefined;
   const engine = new Engine(
     {
