@@ -45,7 +45,10 @@ async function pair(
   const prefix = testQueuePrefix();
   if (store === 'postgres') {
     const postgres = await pgPool();
-    return [new ModelRateLimiter(limits, { postgres, prefix }), new ModelRateLimiter(limits, { postgres, prefix })];
+    return [
+      new ModelRateLimiter(limits, { postgres, prefix }),
+      new ModelRateLimiter(limits, { postgres, prefix }),
+    ];
   }
   const make = () => {
     const redis = new Redis(testRedisUrl(), { maxRetriesPerRequest: null });

@@ -84,7 +84,9 @@ describe.each(backends)('rate limits in the step flow on $name', (backend) => {
   it("a provider's 429 with retry-after makes every step of that model wait without sending", async () => {
     const wire = await startOpenAIWire({ fallback: () => chatCompletion({ text: 'ok' }) });
     try {
-      wire.reply(openaiError(429, 'slow down', { type: 'rate_limit_error', headers: { 'retry-after': '3' } }));
+      wire.reply(
+        openaiError(429, 'slow down', { type: 'rate_limit_error', headers: { 'retry-after': '3' } }),
+      );
       const engine = await engineOn(backend, {
         apps: [{ name: 'app', agent: new LlmAgent({ name: 'a', model: 'openai/gpt-4.1' }) }],
         modelEnv: { OPENAI_API_KEY: 'sk-test', OPENAI_BASE_URL: `${wire.url}/v1` },
