@@ -73,7 +73,10 @@ function NodeItem({ node, def, byParent, now, onFork }: TreeProps) {
           </button>
         )}
         {node.waiting && node.status === 'running' && Date.parse(node.waiting.until) > now && (
-          <span class="waiting" title={`limit ${node.waiting.limit}; runs again at ${when(node.waiting.until)}`}>
+          <span
+            class="waiting"
+            title={`limit ${node.waiting.limit}; runs again at ${when(node.waiting.until)}`}
+          >
             waiting for rate limit: {node.waiting.model}, ~
             {Math.max(1, Math.round((Date.parse(node.waiting.until) - now) / 1000))} s
           </span>

@@ -114,7 +114,10 @@ export interface NodeRuntime {
    * {@link RateLimitWait}: the step gives back its worker and runs again later. Undefined when no limit applies.
    * Settle the slot after the call; the engine settles any left open when the step ends.
    */
-  acquireModelSlot?(request: ModelRequest, ref: Model | string | undefined): Promise<ModelCallSlot | undefined>;
+  acquireModelSlot?(
+    request: ModelRequest,
+    ref: Model | string | undefined,
+  ): Promise<ModelCallSlot | undefined>;
   /** Counts one model call against the invocation's budget; throws LLM_CALL_BUDGET_EXCEEDED when spent. */
   reserveLlmCall(): Promise<void>;
   /** Resolves a model reference (an instance or a registered name). */

@@ -99,9 +99,13 @@ export function validateRateLimits(value: unknown, field = 'rateLimits'): Record
   }
   for (const [id, limit] of Object.entries(value as Record<string, unknown>)) {
     if (id.trim() === '') {
-      throw new AgentloomError('VALIDATION', `${field} has an empty key: name a model id, a provider or "*"`, {
-        details: { field },
-      });
+      throw new AgentloomError(
+        'VALIDATION',
+        `${field} has an empty key: name a model id, a provider or "*"`,
+        {
+          details: { field },
+        },
+      );
     }
     validateLimit(limit, `${field}["${id}"]`, false);
   }
@@ -152,7 +156,8 @@ export class ModelRateLimiter {
     this.store = options.redis ? 'redis' : options.postgres ? 'postgres' : 'memory';
     const make = (name: string, points: number, duration: number = 60): RateLimiterAbstract => {
       const keyPrefix = `${prefix}:rl:${name}`;
-      if (options.redis) return new RateLimiterRedis({ storeClient: options.redis, points, duration, keyPrefix });
+      if (options.redis)
+        return new RateLimiterRedis({ storeClient: options.redis, points, duration, keyPrefix });
       if (options.postgres) {
         return new RateLimiterPostgres({
           storeClient: options.postgres,
@@ -168,7 +173,9 @@ export class ModelRateLimiter {
       return new RateLimiterMemory({ points, duration, keyPrefix });
     };
     const buckets = (limit: RateLimit) => ({
-      ...(limit.requestsPerMinute ? { requests: make('req', ...requestWindow(limit.requestsPerMinute)) } : {}),
+      ...(limit.requestsPerMinute
+        ? { requests: make('req', ...requestWindow(limit.requestsPerMinute)) }
+        : {}),
       ...(limit.tokensPerMinute ? { tokens: make('tok', limit.tokensPerMinute) } : {}),
       ...(limit.concurrency ? { slots: make('slot', 1, slotTtlS), concurrency: limit.concurrency } : {}),
     });

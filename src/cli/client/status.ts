@@ -26,7 +26,9 @@ function treeLines(nodes: NodeJson[]): string[] {
       const waiting = node.waiting
         ? `  waiting for rate limit: ${node.waiting.model}, ~${Math.max(1, Math.round((Date.parse(node.waiting.until) - Date.now()) / 1000))} s`
         : '';
-      lines.push(`${'  '.repeat(depth)}${name}  ${node.kind}  ${node.status}${iteration}${attempt}${waiting}`);
+      lines.push(
+        `${'  '.repeat(depth)}${name}  ${node.kind}  ${node.status}${iteration}${attempt}${waiting}`,
+      );
       visit(node.path, depth + 1);
     }
   };

@@ -110,7 +110,9 @@ export async function loadAppsModule(path: string, registries?: Registries): Pro
     apps: apps as AppDefinition[],
     tools: tools as Record<string, Tool>,
     models: models as Record<string, Model>,
-    ...(rateLimits === undefined ? {} : { rateLimits: validateRateLimits(rateLimits, 'rateLimits (apps module)') }),
+    ...(rateLimits === undefined
+      ? {}
+      : { rateLimits: validateRateLimits(rateLimits, 'rateLimits (apps module)') }),
   };
 }
 

@@ -43,14 +43,7 @@ export interface StepRun {
   agent: string;
   attempt: number;
   outcome:
-    | 'completed'
-    | 'failed'
-    | 'paused'
-    | 'waiting'
-    | 'superseded'
-    | 'released'
-    | 'rate_limited'
-    | 'stopped';
+    'completed' | 'failed' | 'paused' | 'waiting' | 'superseded' | 'released' | 'rate_limited' | 'stopped';
   /** From the claim to the end of the commit, ms. */
   durationMs: number;
 }

@@ -100,7 +100,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
       } else if (err instanceof RateLimitWait && !controller.signal.aborted) {
         // Nothing committed, no failure, no attempt spent: the worker and the lease are given back and the step
         // runs again after the wait (its journal replays the calls it already made).
-        await runtime.releaseSlots();
+        await runtime.slots.release();
         await parkForRateLimit(env, inv, claimed, err, log);
         report('rate_limited');
         return { committed: false };
@@ -145,7 +145,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
   } finally {
     runtime?.discardDeferred();
-    void runtime?.releaseSlots();
+    void runtime?.slots.release();
     guard.stop();
   }
 }

@@ -2,21 +2,16 @@
  * The engine's implementation of NodeRuntime for one claimed attempt of a leaf node. Every write is fenced:
  * it locks the node row and proceeds only if the attempt is still ours and the node still running.
  */
-import {
-  NodeSuspended,
-  RateLimitWait,
-  type ModelCallSlot,
-  type NodeRuntime,
-  type SuspendChild,
-} from '../../agents/context.js';
+import { NodeSuspended, type NodeRuntime, type SuspendChild } from '../../agents/context.js';
 import { SETTLED, type NodeStatus } from '../../agents/workflow/workflow.js';
 import { AgentloomError, type StoredError } from '../../core/errors.js';
 import type { Content } from '../../core/content.js';
 import type { Event, NewEvent } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
-import type { Model, ModelRequest, ModelResponse } from '../../models/model.js';
-import type { ModelRateLimiter, RateLimitSlot } from '../../queue/model-rate-limiter.js';
+import type { Model, ModelRequest } from '../../models/model.js';
+import type { ModelRateLimiter } from '../../queue/model-rate-limiter.js';
+import { ModelSlots } from './model-slots.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
 import {
@@ -87,8 +82,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   readonly journal: readonly Event[];
   readonly withdrawnCalls: ReadonlySet<string>;
   endRequested = false;
-  /** Rate-limit slots taken by model calls of this step and not settled yet. */
-  private readonly openSlots = new Set<RateLimitSlot>();
+  readonly slots = new ModelSlots(); // rate-limit slots of its model calls; the step releases those left open
   private history: Event[] | undefined;
   /** Events this step appended, in order (the history loaded later must include them too). */
   private readonly appended: Event[] = [];
@@ -269,41 +263,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     return this.lease.send(this.nodePath, this.node.attempt, this.signal, send);
   }
 
-  async acquireModelSlot(
-    request: ModelRequest,
-    ref: Model | string | undefined,
-  ): Promise<ModelCallSlot | undefined> {
-    const limiter = this.deps.rateLimiter;
-    // A replay calls no model (its answers are recorded): no limit applies.
-    if (!limiter || this.replay) return undefined;
-    // Nothing of this step may be left unstored when it gives back its worker.
+  async acquireModelSlot(request: ModelRequest, ref: Model | string | undefined) {
+    // A replay calls no model: no limit. A step that gives back its worker leaves nothing unstored.
+    if (!this.deps.rateLimiter || this.replay) return undefined;
     await this.flush();
-    const model = typeof ref === 'string' ? ref : (ref?.name ?? 'default');
-    const estimate = estimateTokens(request);
-    const got = await limiter.acquire(model, estimate, this.app);
-    if (!got.ok) throw new RateLimitWait(model, got.waitMs, got.limit, got.reason);
-    const taken: RateLimitSlot = got.slot;
-    this.openSlots.add(taken);
-    return {
-      onRateLimited: async (retryAfterMs) => {
-        await limiter.learnRetryAfter(model, retryAfterMs);
-        await this.settleSlot(taken, undefined);
-        throw new RateLimitWait(model, retryAfterMs, model, 'retry-after');
-      },
-      settle: (response?: ModelResponse) => this.settleSlot(taken, usedTokens(response)),
-    };
-  }
-
-  private async settleSlot(slot: RateLimitSlot, tokens: number | undefined): Promise<void> {
-    this.openSlots.delete(slot);
-    await slot.settle(tokens);
-  }
-
-  /** Gives back the rate-limit slots of calls that never settled (the step stopped mid-call). Never throws. */
-  async releaseSlots(): Promise<void> {
-    const open = [...this.openSlots];
-    this.openSlots.clear();
-    await Promise.all(open.map((slot) => slot.settle(undefined).catch(() => undefined)));
+    return this.slots.acquire(this.deps.rateLimiter, request, ref, this.app);
   }
 
   async reserveLlmCall(): Promise<void> {
@@ -433,25 +397,4 @@ export class EngineNodeRuntime implements NodeRuntime {
       attempt: this.node.attempt,
     });
   }
-}
-
-/**
- * A model call's tokens before it is sent, to reserve against a tokens-per-minute limit (settled on the usage
- * after): about 4 characters a token over the instruction, history and tools, plus the output ceiling asked for.
- */
-export function estimateTokens(request: ModelRequest): number {
-  const chars =
-    request.systemInstruction.length +
-    JSON.stringify(request.contents).length +
-    (request.tools.length > 0 ? JSON.stringify(request.tools).length : 0);
-  const config = request.generateContentConfig ?? {};
-  const output = Number(config.maxOutputTokens ?? config.max_tokens ?? config.maxTokens ?? 0);
-  return Math.ceil(chars / 4) + (Number.isFinite(output) && output > 0 ? output : 0);
-}
-
-/** The tokens a response used, when the provider said. */
-function usedTokens(response: ModelResponse | undefined): number | undefined {
-  const usage = response?.usage;
-  if (!usage) return undefined;
-  return usage.totalTokens ?? (usage.promptTokens ?? 0) + (usage.outputTokens ?? 0);
 }
