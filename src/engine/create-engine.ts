@@ -174,8 +174,11 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   if (retention !== undefined) resolveRetention(retention);
   // Bad rate limits too: the error names the field (`rateLimits["openai/gpt-4.1"].concurrency`).
   if (options.rateLimits !== undefined) validateRateLimits(options.rateLimits);
+  const fromEnv = rateLimitsOfEnv(env.AGENTLOOM_RATE_LIMITS);
   const rateLimits =
-    loaded?.rateLimits || options.rateLimits ? { ...loaded?.rateLimits, ...options.rateLimits } : undefined;
+    fromEnv || loaded?.rateLimits || options.rateLimits
+      ? { ...fromEnv, ...loaded?.rateLimits, ...options.rateLimits }
+      : undefined;
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -218,6 +221,22 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // work to its owners and the periodic pass.
   await engine.reconcile(embedded ? { staleMs: 0 } : {});
   return engine;
+}
+
+/** AGENTLOOM_RATE_LIMITS (JSON), checked: the error names the variable and says what to write. */
+export function rateLimitsOfEnv(json: string | undefined): Record<string, ModelRateLimit> | undefined {
+  if (json === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new AgentloomError(
+      'CONFIG',
+      `AGENTLOOM_RATE_LIMITS must be JSON, e.g. AGENTLOOM_RATE_LIMITS='{"openai/gpt-4.1":{"requestsPerMinute":60}}'`,
+      { details: { field: 'AGENTLOOM_RATE_LIMITS' } },
+    );
+  }
+  return validateRateLimits(value, 'AGENTLOOM_RATE_LIMITS');
 }
 
 /**
