@@ -5,6 +5,7 @@ export * from './tools/index.js';
 export * from './models/index.js';
 export * from './engine/index.js';
 export { Store } from './store/store.js';
+export type { ModelRateLimit, RateLimit } from './queue/model-rate-limiter.js';
 export { migrate, openDatabase } from './store/index.js';
 export { loadEnv } from './config/env.js';
 export {

@@ -72,7 +72,16 @@ function NodeItem({ node, def, byParent, now, onFork }: TreeProps) {
             Fork from here
           </button>
         )}
-        {node.lease && node.status === 'running' && (
+        {node.waiting && node.status === 'running' && Date.parse(node.waiting.until) > now && (
+          <span
+            class="waiting"
+            title={`limit ${node.waiting.limit}; runs again at ${when(node.waiting.until)}`}
+          >
+            waiting for rate limit: {node.waiting.model}, ~
+            {Math.max(1, Math.round((Date.parse(node.waiting.until) - now) / 1000))} s
+          </span>
+        )}
+        {node.lease && node.status === 'running' && !node.waiting && (
           <span class="lease" title={`lease until ${when(node.lease.expiresAt)}`}>
             on {node.lease.owner}
             {Date.parse(node.lease.expiresAt) < now

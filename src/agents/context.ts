@@ -5,7 +5,7 @@
 import type { Content } from '../core/content.js';
 import type { Event, NewEvent } from '../core/event.js';
 import type { StoredError } from '../core/errors.js';
-import type { Model, ModelRequest, ModelUsage } from '../models/model.js';
+import type { Model, ModelRequest, ModelResponse, ModelUsage } from '../models/model.js';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { AuthCredential, ToolAuth } from '../tools/auth.js';
@@ -119,6 +119,15 @@ export interface NodeRuntime {
    * LLM_CALL_BUDGET_EXCEEDED.
    */
   checkBudget(request: ModelRequest): Promise<void>;
+  /**
+   * Takes a slot of the shared rate limits for the model call `request` (to model `ref`), or throws
+   * {@link RateLimitWait}: the step gives back its worker and runs again later. Undefined when no limit applies.
+   * Settle the slot after the call; the engine settles any left open when the step ends.
+   */
+  acquireModelSlot?(
+    request: ModelRequest,
+    ref: Model | string | undefined,
+  ): Promise<ModelCallSlot | undefined>;
   /** Resolves a model reference (an instance or a registered name). */
   resolveModel(ref: Model | string | undefined): Model;
   /** Resolves a tool reference (an instance or the name of a built-in or registered tool). */
@@ -190,6 +199,37 @@ export interface SuspendChild {
  * Thrown by `runChild` when the child has not ended: the engine commits the node as `waiting` (creating the
  * children listed here) and re-runs it when a child ends. Control flow, never a failure.
  */
+/**
+ * Thrown before a model call that a shared rate limit (or a provider's 429 retry-after) makes wait: the engine
+ * gives the step back without a failure — its lease released, its worker free — and runs it again after
+ * `waitMs` (its journal replays the calls it already made). Control flow, never a failure.
+ */
+/** A model call's slot of the shared rate limits (see {@link NodeRuntime.acquireModelSlot}). */
+export interface ModelCallSlot {
+  /**
+   * For the model adapter ({@link GenerateOptions.onRateLimited}): the provider answered 429 with a retry-after;
+   * every worker learns it and this step waits (throws {@link RateLimitWait}) instead of holding its worker.
+   */
+  onRateLimited(retryAfterMs: number): Promise<void>;
+  /** Gives back the slot, settling its tokens on the response's usage. */
+  settle(response?: ModelResponse): Promise<void>;
+}
+
+export class RateLimitWait extends Error {
+  readonly suspend = true;
+  constructor(
+    /** The model id waited for. */
+    readonly model: string,
+    readonly waitMs: number,
+    /** The limit that refused: a model id, a provider, `*`, with ` (app …)` for a per-app share. */
+    readonly limit: string,
+    readonly reason: 'rate' | 'concurrency' | 'retry-after',
+  ) {
+    super(`waiting for rate limit: ${model}, ~${Math.max(1, Math.round(waitMs / 1000))} s`);
+    this.name = 'RateLimitWait';
+  }
+}
+
 export class NodeSuspended extends Error {
   readonly suspend = true;
   constructor(readonly children: SuspendChild[]) {

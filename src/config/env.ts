@@ -52,6 +52,8 @@ const envSchema = z.object({
   AZURE_OPENAI_ENDPOINT: httpUrl('AZURE_OPENAI_ENDPOINT', 'https://my-resource.openai.azure.com'),
   /** Ollama's address; like Ollama itself, a host:port without a scheme is accepted. */
   OLLAMA_HOST: z.string().min(1).optional(),
+  /** Model rate limits shared by the workers, as JSON (createEngine's `rateLimits`; README "Rate limits"). */
+  AGENTLOOM_RATE_LIMITS: z.string().min(1).optional(),
   /** Delete ended runs older than this in the background (a duration: `30d`, `12h`); unset keeps them. */
   AGENTLOOM_RETENTION: z
     .string()

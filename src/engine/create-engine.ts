@@ -15,6 +15,12 @@ import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
 import { RedisBus } from '../queue/bus.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
 import type { StepQueue } from '../queue/step-queue.js';
+import {
+  openModelRateLimiter,
+  validateRateLimits,
+  type ModelRateLimit,
+  type ModelRateLimiter,
+} from '../queue/model-rate-limiter.js';
 import { expireAllLeases } from '../store/repos/nodes.js';
 import { NotifyBus } from '../store/notify-bus.js';
 import { createResilientPool } from '../store/db/pg-pool.js';
@@ -168,6 +174,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const retention = options.retention ?? env.AGENTLOOM_RETENTION;
   // A bad retention is a start-up error, before anything is opened.
   if (retention !== undefined) resolveRetention(retention);
+  // Bad rate limits too: the error names the field (`rateLimits["openai/gpt-4.1"].concurrency`).
+  if (options.rateLimits !== undefined) validateRateLimits(options.rateLimits);
+  const fromEnv = rateLimitsOfEnv(env.AGENTLOOM_RATE_LIMITS);
+  const rateLimits =
+    fromEnv || loaded?.rateLimits || options.rateLimits
+      ? { ...fromEnv, ...loaded?.rateLimits, ...options.rateLimits }
+      : undefined;
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
@@ -177,10 +190,14 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     await store.close();
     throw err;
   }
+  const rateLimiter = rateLimits
+    ? rateLimiterOf(rateLimits, options.queue, store, options.maxStepMs)
+    : undefined;
   const engine = new Engine(
     {
       store,
       ...parts,
+      ...(rateLimiter ? { rateLimiter } : {}),
       apps,
       logger,
       models,
@@ -206,6 +223,45 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   // work to its owners and the periodic pass.
   await engine.reconcile(embedded ? { staleMs: 0 } : {});
   return engine;
+}
+
+/** AGENTLOOM_RATE_LIMITS (JSON), checked: the error names the variable and says what to write. */
+export function rateLimitsOfEnv(json: string | undefined): Record<string, ModelRateLimit> | undefined {
+  if (json === undefined) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    throw new AgentloomError(
+      'CONFIG',
+      `AGENTLOOM_RATE_LIMITS must be JSON, e.g. AGENTLOOM_RATE_LIMITS='{"openai/gpt-4.1":{"requestsPerMinute":60}}'`,
+      { details: { field: 'AGENTLOOM_RATE_LIMITS' } },
+    );
+  }
+  return validateRateLimits(value, 'AGENTLOOM_RATE_LIMITS');
+}
+
+/**
+ * The shared rate limiter of `rateLimits`: on the queue's Redis (its prefix) when the queue is on Redis, else in
+ * the PostgreSQL database, else (PGlite: one process) in memory.
+ */
+function rateLimiterOf(
+  limits: Record<string, ModelRateLimit>,
+  queue: QueueOption | undefined,
+  store: Store,
+  maxStepMs: number | undefined,
+): { limiter: ModelRateLimiter; close: () => Promise<void> } {
+  const env = loadEnv();
+  const chosen =
+    queue ?? (env.REDIS_URL && store.database.kind === 'postgres' ? { redis: env.REDIS_URL } : 'local');
+  const redis = typeof chosen === 'object' && 'redis' in chosen ? chosen : undefined;
+  const prefix = typeof chosen === 'object' && 'prefix' in chosen ? chosen.prefix : undefined;
+  return openModelRateLimiter(limits, {
+    ...(redis ? { redisUrl: redis.redis } : store.database.pool ? { postgres: store.database.pool } : {}),
+    ...(prefix ? { prefix } : {}),
+    // No model call outlives its step: a slot of a worker that died is free by then.
+    slotTtlMs: maxStepMs ?? 600_000,
+  });
 }
 
 /** The provider keys and endpoints of the environment (`geminiApiKey`, when given, is Gemini's key). */

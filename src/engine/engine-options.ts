@@ -8,6 +8,7 @@ import type { Model } from '../models/model.js';
 import type { PriceTable } from '../models/budget/pricing.js';
 import type { ModelEnv } from '../models/model-ids.js';
 import type { StepQueue } from '../queue/step-queue.js';
+import type { ModelRateLimit, ModelRateLimiter } from '../queue/model-rate-limiter.js';
 import type { Store } from '../store/store.js';
 import type { Tool } from '../tools/tool.js';
 import type { EngineObserver } from './observe/observer.js';
@@ -89,6 +90,14 @@ export interface EngineOptions {
   /** Called back when step jobs end and registered models and tools answer (metrics); see observer.ts. */
   observer?: EngineObserver;
   /**
+   * Model rate limits shared by every worker (README "Rate limits"): by model id as agents name it
+   * (`openai/gpt-4.1`), provider (`openai`: its models together) or `*` (every model),
+   * `{ requestsPerMinute?, tokensPerMinute?, concurrency?, perApp?: { … } }`. Kept in Redis with a Redis queue,
+   * else in PostgreSQL, else in memory. A step that must wait gives back its worker and lease and runs again
+   * after the wait; a provider's 429 with retry-after makes every worker wait. Default: none.
+   */
+  rateLimits?: Record<string, ModelRateLimit>;
+  /**
    * Record prompts, answers and tool arguments on spans (README "Tracing"). Default:
    * OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true. Spans are made only when an OpenTelemetry SDK was
    * registered before the engine was created.
@@ -113,4 +122,6 @@ export interface EngineParts {
   auths: DeclaredAuth[];
   /** The tracing of runs, when an OpenTelemetry SDK was registered before the engine was made. */
   tracing: RunTracing | undefined;
+  /** The shared model rate limits (`rateLimits`), and how to close their connection. */
+  rateLimiter?: { limiter: ModelRateLimiter; close: () => Promise<void> };
 }

@@ -70,6 +70,8 @@ export class Engine {
   private stopWorker: StopConsuming | undefined;
   private unsubscribeControl: (() => void) | undefined;
   private reconcileTimer: NodeJS.Timeout | undefined;
+  /** Closes the rate limiter's own connection (Redis), when it has one. */
+  private readonly closeRateLimiter: (() => Promise<void>) | undefined;
   private reconciling = false;
   private readonly retention: Retention | undefined;
   private stopRetention: (() => void) | undefined;
@@ -99,6 +101,7 @@ export class Engine {
     this.leaseMs = options.leaseMs ?? 15_000;
     this.retention = options.retention === undefined ? undefined : resolveRetention(options.retention);
     this.tracing = parts.tracing;
+    this.closeRateLimiter = parts.rateLimiter?.close;
     this.partials.setMaxListeners(0);
     this.scheduler = new Scheduler(
       schedulerDeps(parts, options, {
@@ -493,6 +496,7 @@ export class Engine {
     await Promise.all(toolsetsOf(this.apps.values()).map((toolset) => toolset.close()));
     await this.queue.close();
     await this.bus.close();
+    await this.closeRateLimiter?.();
     await this.store.close();
   }
 }

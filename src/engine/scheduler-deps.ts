@@ -50,6 +50,7 @@ export function schedulerDeps(
     models: wrapsModels ? mapValues(parts.models, wrapModel) : parts.models,
     tools: wrapsTools ? mapValues(parts.tools, wrapTool) : parts.tools,
     ...(tracing ? { tracing } : {}),
+    ...(parts.rateLimiter ? { rateLimiter: parts.rateLimiter.limiter } : {}),
     // A provider id no app names at start (an agent given its model later): built on first use. An id whose
     // key is missing throws CONFIG naming the variable; a name that is no provider id is unknown (undefined).
     defaultModel: (name) => {

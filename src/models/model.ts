@@ -68,6 +68,12 @@ export interface GenerateOptions {
    * worker frozen past its lease stops with FENCED instead of sending. Absent outside a step.
    */
   sendLeased?: <T>(send: () => Promise<T>) => Promise<T>;
+  /**
+   * The engine's shared rate limiter (issue 35): an adapter calls it when the provider answers 429 with a
+   * retry-after, before retrying; it may throw (the step then waits without holding its worker), and the error
+   * must pass through as it is.
+   */
+  onRateLimited?: (retryAfterMs: number) => Promise<void>;
 }
 
 /** A language model. Implementations retry their own transient errors (429, 5xx, network) with backoff. */

@@ -54,7 +54,8 @@ export class StepMetrics {
       name: 'agentloom_steps_total',
       help:
         'Leaf steps this process ran, by outcome: completed, failed, paused, waiting (on a child agent), ' +
-        'superseded (another attempt took over), released (shutdown), stopped (cancelled or ended)',
+        'superseded (another attempt took over), released (shutdown), rate_limited (gave back its worker to ' +
+        'wait for a model rate limit), stopped (cancelled or ended)',
       labelNames: ['outcome'],
       registers,
     });

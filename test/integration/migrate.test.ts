@@ -66,6 +66,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0007_invocation_traceparent',
         '0008_invocations_fork',
         '0009_budgets_agent_spends',
+        '0010_rate_limits',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(
@@ -80,6 +81,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         'events',
         'invocations',
         'nodes',
+        'rate_limits',
         'sessions',
         'tool_requests',
         'user_states',

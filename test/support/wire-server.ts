@@ -21,6 +21,8 @@ export interface RecordedRequest {
   body: Record<string, unknown>;
   /** Set when the client closed the connection before the server had finished answering (a cancelled call). */
   closedBeforeAnswer: boolean;
+  /** When the request arrived (Date.now()). */
+  at: number;
 }
 
 /** One server-sent event: `event: <event>` (when given) and `data: <data>`. */
@@ -92,6 +94,7 @@ export async function startWireServer(
         headers: req.headers,
         body: raw === '' ? {} : (JSON.parse(raw) as Record<string, unknown>),
         closedBeforeAnswer: false,
+        at: Date.now(),
       };
       requests.push(recorded);
       const reply = replies.shift() ?? (options.fallback ?? options.noReply)(recorded);

@@ -194,3 +194,37 @@ describe('chat conversion helpers', () => {
     expect(() => parseToolArguments('{"q":', ctx)).toThrow(/search/);
   });
 });
+
+describe('callWithRetries and a shared rate limiter (issue 35)', () => {
+  const failing = (failure: AttemptFailure) => ({
+    provider: 'OpenAI',
+    model: 'gpt-test',
+    policy: fast,
+    attempt: (n: number) => (n === 1 ? Promise.reject(new Error('429')) : Promise.resolve('ok')),
+    describe: () => failure,
+  });
+
+  it('tells onRateLimited of a 429 with retry-after, and lets what it throws through as it is', async () => {
+    const told: number[] = [];
+    const stop = new Error('wait for the rate limit');
+    const err = await callWithRetries({
+      ...failing({ transient: true, status: 429, retryAfterMs: 6000, reason: 'slow down' }),
+      onRateLimited: (ms) => {
+        told.push(ms);
+        return Promise.reject(stop);
+      },
+    }).catch((e: unknown) => e);
+    expect(err).toBe(stop);
+    expect(told).toEqual([6000]);
+  });
+
+  it('retries in place when the 429 carries no retry-after (or no limiter listens)', async () => {
+    const told: number[] = [];
+    const answer = await callWithRetries({
+      ...failing({ transient: true, status: 429, reason: 'slow down' }),
+      onRateLimited: (ms) => Promise.resolve(void told.push(ms)),
+    });
+    expect(answer).toBe('ok');
+    expect(told).toEqual([]);
+  });
+});

@@ -143,6 +143,8 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
 /** Checks the budgets and calls the model (onModelErrorCallback recovers its errors). */
 async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext): Promise<ModelResponse> {
   const { agent, rt } = flow;
+  // Shared rate limits first (issue 35): a step that must wait gives back its worker with nothing spent.
+  const slot = await rt.acquireModelSlot?.(request, agent.options.model);
   // The budgets count real model calls only: a beforeModelCallback answer never reaches this point.
   await rt.checkBudget(request);
   try {
@@ -150,14 +152,18 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
     const model = rt.resolveModel(agent.options.model);
     const timeoutMs = agent.options.modelTimeoutMs;
     await rt.fault('before-model-send');
-    return await withDeadline(
+    const response = await withDeadline(
       // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker"): a freeze in
       // the awaits above (history, callbacks, the budget) must not send on waking.
       (signal) =>
         rt.sendLeased(() =>
           model.generate(
             { ...request, signal },
-            { ...(onPartial ? { onPartial } : {}), sendLeased: (send) => rt.sendLeased(send) },
+            {
+              ...(onPartial ? { onPartial } : {}),
+              sendLeased: (send) => rt.sendLeased(send),
+              ...(slot ? { onRateLimited: (ms: number) => slot.onRateLimited(ms) } : {}),
+            },
           ),
         ),
       {
@@ -171,6 +177,8 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
           ),
       },
     );
+    await slot?.settle(response);
+    return response;
   } catch (err) {
     // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
     // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.

@@ -84,6 +84,7 @@ export function nodeJson(node: NodeView): NodeJson {
       node.leaseOwner && node.leaseExpiresAt
         ? { owner: node.leaseOwner, expiresAt: node.leaseExpiresAt.toISOString() }
         : null,
+    waiting: node.waiting ? { ...node.waiting, until: node.waiting.until.toISOString() } : null,
     createdAt: node.createdAt.toISOString(),
     updatedAt: node.updatedAt.toISOString(),
   };

@@ -387,6 +387,19 @@ export const nodeSchema = z
       .describe(
         'the worker running a step of the node, while it does (or until its lease lapses after a crash)',
       ),
+    waiting: z
+      .object({
+        kind: z.literal('rate_limit'),
+        model: z.string(),
+        limit: z
+          .string()
+          .describe('the limit that refused: a model id, a provider or *, with (app …) for a share'),
+        until: z.string().describe('ISO 8601: when the step runs again'),
+      })
+      .nullable()
+      .describe(
+        'what a running step that gave back its worker waits for (a model rate limit), while it waits',
+      ),
     createdAt: z.string().describe('ISO 8601'),
     updatedAt: z.string().describe('ISO 8601'),
   })

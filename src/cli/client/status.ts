@@ -24,7 +24,12 @@ function treeLines(nodes: NodeJson[]): string[] {
         typeof node.checkpoint.iteration === 'number' ? `  iteration ${node.checkpoint.iteration}` : '';
       const attempt = node.attempt > 0 ? `  attempt ${node.attempt}` : '';
       const name = node.path.slice(parent ? parent.length + 1 : 0);
-      lines.push(`${'  '.repeat(depth)}${name}  ${node.kind}  ${node.status}${iteration}${attempt}`);
+      const waiting = node.waiting
+        ? `  waiting for rate limit: ${node.waiting.model}, ~${Math.max(1, Math.round((Date.parse(node.waiting.until) - Date.now()) / 1000))} s`
+        : '';
+      lines.push(
+        `${'  '.repeat(depth)}${name}  ${node.kind}  ${node.status}${iteration}${attempt}${waiting}`,
+      );
       visit(node.path, depth + 1);
     }
   };

@@ -1,6 +1,7 @@
 /**
  * Loading apps from a path (`--apps PATH`, `AGENTLOOM_APPS`, `createEngine({ apps: 'path' })`): a JS or TS
- * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name), or declarative
+ * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name) and `rateLimits`
+ * (the engine's `rateLimits`, so `agentloom worker` processes share them), or declarative
  * apps — a `.yaml` / `.yml` file or a folder of them (agentloom YAML or kagent Agent manifests, see
  * config/apps/load-apps.ts).
  */
@@ -11,6 +12,7 @@ import { isYamlAppsPath, loadAppsFromYaml, type Registries } from '../../config/
 import { AgentloomError } from '../../core/errors.js';
 import type { Model } from '../../models/model.js';
 import type { Tool } from '../../tools/tool.js';
+import { validateRateLimits, type ModelRateLimit } from '../../queue/model-rate-limiter.js';
 import type { AppDefinition } from './registry.js';
 
 /** What an apps module provides. */
@@ -18,6 +20,8 @@ export interface AppsModule {
   apps: AppDefinition[];
   tools: Record<string, Tool>;
   models: Record<string, Model>;
+  /** The module's `rateLimits` export, checked (see createEngine's `rateLimits`). */
+  rateLimits?: Record<string, ModelRateLimit>;
 }
 
 const TS = /\.(c|m)?tsx?$/;
@@ -82,7 +86,7 @@ export async function loadAppsModule(path: string, registries?: Registries): Pro
   }
   // A CommonJS or transpiled module may carry its exports on `default`.
   const exports = isRecord(mod.default) && !('apps' in mod) ? mod.default : mod;
-  const { apps, tools = {}, models = {} } = exports;
+  const { apps, tools = {}, models = {}, rateLimits } = exports;
   if (!Array.isArray(apps)) {
     throw new AgentloomError(
       'CONFIG',
@@ -106,6 +110,9 @@ export async function loadAppsModule(path: string, registries?: Registries): Pro
     apps: apps as AppDefinition[],
     tools: tools as Record<string, Tool>,
     models: models as Record<string, Model>,
+    ...(rateLimits === undefined
+      ? {}
+      : { rateLimits: validateRateLimits(rateLimits, 'rateLimits (apps module)') }),
   };
 }
 

@@ -35,14 +35,16 @@ export interface StepEnd {
 /**
  * How one claimed step of a leaf ended: its outcome committed (`completed`, `failed`, `paused`, `waiting` on a child
  * agent), or nothing committed — `superseded` (another attempt took the node over), `released` (shutdown gave it
- * back), `stopped` (cancelled or ended meanwhile). A job may run several steps (a sequence continued on this worker).
+ * back), `rate_limited` (gave back its worker to wait for a model's rate limit), `stopped` (cancelled or ended
+ * meanwhile). A job may run several steps (a sequence continued on this worker).
  */
 export interface StepRun {
   invocationId: string;
   path: string;
   agent: string;
   attempt: number;
-  outcome: 'completed' | 'failed' | 'paused' | 'waiting' | 'superseded' | 'released' | 'stopped';
+  outcome:
+    'completed' | 'failed' | 'paused' | 'waiting' | 'superseded' | 'released' | 'rate_limited' | 'stopped';
   /** From the claim to the end of the commit, ms. */
   durationMs: number;
 }

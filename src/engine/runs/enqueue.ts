@@ -284,6 +284,7 @@ async function enqueueInNewSession(
     wake,
     leaseOwner: null,
     leaseExpiresAt: null,
+    waiting: null,
     createdAt: now,
     updatedAt: now,
   };

@@ -61,9 +61,27 @@ export async function readNodes(db: Db, invocationId: string): Promise<NodeView[
       error: (r.error as StoredError | null) ?? null,
       leaseOwner: r.leaseOwner,
       leaseExpiresAt: r.leaseExpiresAt,
+      waiting: waitingOf(r),
       createdAt: r.createdAt,
       updatedAt: r.updatedAt,
     }));
+}
+
+/**
+ * What a running leaf that gave back its worker waits for (a model's rate limit), while it does: its lease
+ * released and the wait not over. Null otherwise.
+ */
+function waitingOf(r: {
+  status: string;
+  waiting: unknown;
+  leaseExpiresAt: Date | null;
+}): NodeView['waiting'] {
+  const w = r.waiting as { kind?: string; model?: string; limit?: string; until?: string } | null;
+  if (r.status !== 'running' || !w?.until || w.kind !== 'rate_limit' || !w.model) return null;
+  const until = new Date(w.until);
+  const now = Date.now();
+  if (!(until.getTime() > now) || (r.leaseExpiresAt && r.leaseExpiresAt.getTime() > now)) return null;
+  return { kind: 'rate_limit', model: w.model, limit: w.limit ?? w.model, until };
 }
 
 /** A session with its state and events. */

@@ -170,6 +170,11 @@ export interface NodeView {
   /** The worker holding the node's lease, while a step of it runs (or until the lease lapses after a crash). */
   leaseOwner: string | null;
   leaseExpiresAt: Date | null;
+  /**
+   * What the node waits for while it holds no worker: a model's rate limit (the model, the limit that refused —
+   * a model id, a provider, `*`, with ` (app …)` for a per-app share — and when it runs again). Null otherwise.
+   */
+  waiting: { kind: 'rate_limit'; model: string; limit: string; until: Date } | null;
   createdAt: Date;
   updatedAt: Date;
 }

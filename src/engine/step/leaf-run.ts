@@ -5,11 +5,11 @@
  */
 import type { Logger } from 'pino';
 import type { BaseAgent } from '../../agents/base-agent.js';
-import { NodeSuspended, type LeafOutcome } from '../../agents/context.js';
+import { NodeSuspended, RateLimitWait, type LeafOutcome } from '../../agents/context.js';
 import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
 import { listEvents } from '../../store/repos/events.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
-import { releaseLease, renewLease, type NodeRow } from '../../store/repos/nodes.js';
+import { parkLease, releaseLease, renewLease, type NodeRow } from '../../store/repos/nodes.js';
 import { readInvocationState } from '../../store/repos/sessions.js';
 import { cancelledCallIds, withdrawToolRequestsTx } from '../../store/repos/tool-requests.js';
 import { openElicitations } from '../../agents/llm/journal.js';
@@ -97,6 +97,13 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
       const reason: unknown = controller.signal.reason;
       if (controller.signal.aborted && hasErrorCode(reason, 'TIMEOUT')) {
         outcome = { status: 'failed', error: toStoredError(reason) };
+      } else if (err instanceof RateLimitWait && !controller.signal.aborted) {
+        // Nothing committed, no failure, no attempt spent: the worker and the lease are given back and the step
+        // runs again after the wait (its journal replays the calls it already made).
+        await runtime.slots.release();
+        await parkForRateLimit(env, inv, claimed, err, log);
+        report('rate_limited');
+        return { committed: false };
       } else if (err instanceof NodeSuspended) outcome = err;
       else if (controller.signal.aborted && reason === SHUTDOWN) {
         await release(env, inv, claimed, log);
@@ -138,6 +145,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
   } finally {
     runtime?.discardDeferred();
+    void runtime?.slots.release();
     guard.stop();
   }
 }
@@ -190,6 +198,37 @@ export async function release(
   const job = await releaseLease(env.deps.store.db, inv.id, claimed.path, claimed.attempt);
   if (job) await wake(env, [job], inv);
   log.info('step released at shutdown');
+}
+
+/**
+ * Gives up a step that must wait for a model's rate limit: its lease ends now with what it waits for (the status
+ * tree shows it), and its wake-up is enqueued delayed by the wait (plus a little jitter, so the steps waiting for
+ * one window do not all come back at the same instant). A lost wake-up is re-woken by the reconciler after the wait.
+ */
+async function parkForRateLimit(
+  env: StepEnv,
+  inv: InvocationRow,
+  claimed: NodeRow,
+  wait: RateLimitWait,
+  log: Logger,
+): Promise<void> {
+  const waitMs = Math.ceil(wait.waitMs + Math.random() * Math.min(1_000, wait.waitMs / 2 + 100));
+  const job = await parkLease(env.deps.store.db, inv.id, claimed.path, claimed.attempt, waitMs, {
+    kind: 'rate_limit',
+    model: wait.model,
+    limit: wait.limit,
+    reason: wait.reason,
+  });
+  if (!job) return;
+  try {
+    await env.deps.queue.enqueue([{ ...job, definition: inv.definitionHash }], { delayMs: waitMs });
+  } catch (err) {
+    log.warn({ err }, 'enqueue failed; the reconciler will wake this node after its wait');
+  }
+  log.info(
+    { model: wait.model, limit: wait.limit, reason: wait.reason, waitMs },
+    `waiting for rate limit: ${wait.model}, ~${Math.max(1, Math.round(waitMs / 1000))} s`,
+  );
 }
 
 /** Superseded (a zombie's attempt) rather than cancelled: worth a warning. */

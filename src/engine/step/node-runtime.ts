@@ -16,6 +16,8 @@ import { newId } from '../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
 import type { Model, ModelRequest } from '../../models/model.js';
 import { appendModelEvent, checkModelCall, modelCallSpend, type SpendDeps } from './budget-gate.js';
+import type { ModelRateLimiter } from '../../queue/model-rate-limiter.js';
+import { ModelSlots } from './model-slots.js';
 import type { Db } from '../../store/db/database.js';
 import type { Store } from '../../store/store.js';
 import {
@@ -53,6 +55,8 @@ export interface NodeRuntimeDeps extends SpendDeps {
   logger?: Logger;
   /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
   vault?: CredentialVault;
+  /** The shared model rate limits (`createEngine({ rateLimits })`), when any. */
+  rateLimiter?: ModelRateLimiter;
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -85,6 +89,7 @@ export class EngineNodeRuntime implements NodeRuntime {
   readonly journal: readonly Event[];
   readonly withdrawnCalls: ReadonlySet<string>;
   endRequested = false;
+  readonly slots = new ModelSlots(); // rate-limit slots of its model calls; the step releases those left open
   private history: Event[] | undefined;
   /** Events this step appended, in order (the history loaded later must include them too). */
   private readonly appended: Event[] = [];
@@ -272,6 +277,13 @@ export class EngineNodeRuntime implements NodeRuntime {
       return send();
     }
     return this.lease.send(this.nodePath, this.node.attempt, this.signal, send);
+  }
+
+  async acquireModelSlot(request: ModelRequest, ref: Model | string | undefined) {
+    // A replay calls no model: no limit. A step that gives back its worker leaves nothing unstored.
+    if (!this.deps.rateLimiter || this.replay) return undefined;
+    await this.flush();
+    return this.slots.acquire(this.deps.rateLimiter, request, ref, this.app);
   }
 
   async checkBudget(request: ModelRequest): Promise<void> {

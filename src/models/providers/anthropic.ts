@@ -108,6 +108,7 @@ export class AnthropicModel implements Model {
       policy: this.#policy,
       signal: request.signal,
       sendLeased: options?.sendLeased,
+      onRateLimited: options?.onRateLimited,
       secrets: this.#secrets,
       attempt: async () => {
         if (!onPartial) {

@@ -106,6 +106,7 @@ export class Gemini implements Model {
       policy: this.#policy,
       signal: request.signal,
       sendLeased: options?.sendLeased,
+      onRateLimited: options?.onRateLimited,
       attempt: async () => {
         hint = {};
         const params = this.#params(request, model, hint);

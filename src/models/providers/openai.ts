@@ -149,6 +149,7 @@ export class OpenAIModel implements Model {
       policy: this.#policy,
       signal: request.signal,
       sendLeased: options?.sendLeased,
+      onRateLimited: options?.onRateLimited,
       secrets: this.#secrets,
       attempt: async () => {
         if (!onPartial) {

@@ -63,6 +63,8 @@ export interface RetriedCall<T> {
    * through it, so a worker frozen during a backoff does not send on waking once another took its step over.
    */
   sendLeased?: GenerateOptions['sendLeased'];
+  /** Told of a 429 with a retry-after before the retry ({@link GenerateOptions.onRateLimited}); may throw. */
+  onRateLimited?: GenerateOptions['onRateLimited'];
   /** One attempt. An AgentloomError it throws (a malformed answer) is passed on as it is, never retried. */
   attempt: (attemptNumber: number) => Promise<T>;
   /** Reads a failure of {@link attempt}. */
@@ -85,6 +87,10 @@ export async function callWithRetries<T>(call: RetriedCall<T>): Promise<T> {
       if (signal?.aborted) throw cancelledError(call.provider, call.model, err);
       if (err instanceof AgentloomError) throw err;
       const failure = call.describe(err);
+      // A shared limiter learns the provider's hint for every worker (and may stop this call: it throws).
+      if (failure.status === 429 && failure.retryAfterMs !== undefined && call.onRateLimited) {
+        await call.onRateLimited(failure.retryAfterMs);
+      }
       if (!failure.transient || attempt >= policy.maxAttempts) {
         throw modelError(failure, { ...call, attempt, cause: err });
       }

@@ -33,6 +33,8 @@ export interface OpenDatabaseOptions {
 export interface Database {
   readonly kind: 'postgres' | 'pglite';
   readonly db: Db;
+  /** The node-postgres pool (PostgreSQL only), for a library that speaks node-postgres: the rate limits' store. */
+  readonly pool?: pg.Pool;
   /**
    * Subscribes to a NOTIFY channel; resolves once listening. Returns the unsubscribe function. On PostgreSQL the
    * LISTEN connection reconnects by itself after it was lost; `onReconnect` is then called, since notifications
@@ -73,6 +75,7 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   return {
     kind: 'postgres',
     db,
+    pool,
     listen: (channel, onPayload, onReconnect) => listener.listen(channel, onPayload, onReconnect),
     async close() {
       await listener.close();

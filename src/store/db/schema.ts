@@ -16,6 +16,7 @@ import {
   text,
   timestamp,
   uniqueIndex,
+  varchar,
 } from 'drizzle-orm/pg-core';
 
 type Json = Record<string, unknown>;
@@ -205,6 +206,11 @@ export const nodes = pgTable(
     wake: integer('wake').notNull().default(0),
     leaseOwner: text('lease_owner'),
     leaseExpiresAt: timestamp('lease_expires_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * What a running leaf that gave back its worker waits for (a model's rate limit: `{ kind, model, until }`),
+     * until `until`; stale once past (the next claim does not clear it).
+     */
+    waiting: jsonb('waiting').$type<Json>(),
     createdAt: createdAt(),
     updatedAt: updatedAt(),
   },
@@ -277,3 +283,13 @@ export const credentials = pgTable(
   },
   (t) => [primaryKey({ columns: [t.app, t.userId, t.credentialKey] })],
 );
+
+/**
+ * The shared rate-limit counters when the engine has PostgreSQL and no Redis (src/queue/model-rate-limiter.ts:
+ * rate-limiter-flexible's RateLimiterPostgres reads and upserts it; `expire` is ms since the epoch).
+ */
+export const rateLimits = pgTable('rate_limits', {
+  key: varchar('key', { length: 255 }).primaryKey(),
+  points: integer('points').notNull().default(0),
+  expire: bigint('expire', { mode: 'number' }),
+});

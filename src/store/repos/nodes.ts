@@ -137,6 +137,34 @@ export async function releaseLease(
   return row ? { invocationId, path, wake: row.wake } : undefined;
 }
 
+/**
+ * Gives up a running attempt that must wait (a model's rate limit) without a failure: its lease ends now, `waiting`
+ * says what for and until when (the status tree shows it), and the reconciler leaves it alone until then (the
+ * caller enqueues its wake-up delayed by `waitMs`). Fenced by `attempt`; returns the new wake-up, or undefined
+ * when the attempt was already superseded.
+ */
+export async function parkLease(
+  db: Db,
+  invocationId: string,
+  path: string,
+  attempt: number,
+  waitMs: number,
+  waiting: Record<string, unknown>,
+): Promise<NodeJobRef | undefined> {
+  const until = new Date(Date.now() + Math.max(0, Math.round(waitMs)));
+  const [row] = await db
+    .update(nodes)
+    .set({
+      leaseExpiresAt: sql`now() - interval '1 millisecond'`,
+      wake: sql`${nodes.wake} + 1`,
+      waiting: { ...waiting, until: until.toISOString() },
+      updatedAt: sql`now()`,
+    })
+    .where(and(key(invocationId, path), eq(nodes.attempt, attempt), eq(nodes.status, 'running')))
+    .returning({ wake: nodes.wake });
+  return row ? { invocationId, path, wake: row.wake } : undefined;
+}
+
 /** Extends a lease if the attempt is still ours; false when fenced. */
 export async function renewLease(
   db: Db,
@@ -217,7 +245,8 @@ const RECONCILE_LOCK_KEY = 7_362_541_002;
  * transaction, and only in the process that wins the advisory lock, bumps the wake-up of every node that must
  * run but shows no sign of it, and returns their jobs to enqueue:
  * - `pending` nodes (any kind) not woken for `staleMs`;
- * - `running` leaf nodes whose lease is gone (its worker died or was stopped) and not touched for `staleMs`.
+ * - `running` leaf nodes whose lease is gone (its worker died or was stopped) and not touched for `staleMs` (a leaf
+ *   that gave back its worker to wait for a rate limit: `staleMs` past the end of its wait).
  * Never nodes that legitimately wait: `waiting` (a leaf waiting on a child), `paused` (a human), `running`
  * workflow nodes (advanced by their children's commits), nor nodes of ended invocations. Bumping `wake` gives the
  * job an id the queue has not seen (a queue that still holds the old id would ignore a repeat), and bumping
@@ -246,7 +275,8 @@ export async function reconcileNodes(
               and n.updated_at < now() - ${stale}::interval
               and (n.status = 'pending'
                 or (n.status = 'running' and n.kind in ('llm', 'custom')
-                    and (n.lease_expires_at is null or n.lease_expires_at < now())))
+                    and (n.lease_expires_at is null or n.lease_expires_at < now())
+                    and (n.waiting is null or (n.waiting->>'until')::timestamptz < now() - ${stale}::interval)))
             limit ${options.limit ?? 500}
             for update of n skip locked)
             and inv.id = nodes.invocation_id

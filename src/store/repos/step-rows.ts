@@ -38,6 +38,7 @@ export function nodeFromJson(r: Json): NodeRow {
     wake: Number(r.wake),
     leaseOwner: (r.lease_owner as string | null) ?? null,
     leaseExpiresAt: toDateOrNull(r.lease_expires_at),
+    waiting: (r.waiting as Json | null) ?? null,
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
   };
