@@ -8,13 +8,12 @@ import type { Logger } from 'pino';
 import type { Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
-import type { Budget } from '../models/budget/budget.js';
 import { newId } from '../core/ids.js';
 import type { StepQueue, StopConsuming } from '../queue/step-queue.js';
 import { getInvocation, type InvocationRow } from '../store/repos/invocations.js';
 import { reconcileNodes, type NodeJobRef } from '../store/repos/nodes.js';
 import type { Store } from '../store/store.js';
-import { cancelTx, outsideStopsOf, retryTx, type OutsideStops } from './runs/control.js';
+import { cancelTx, outsideStopsOf, retryTx, type OutsideStops, type RetryOptions } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
@@ -432,10 +431,7 @@ export class Engine {
   }
 
   /** Runs a failed or cancelled invocation again from its checkpoints. */
-  async retry(
-    invocationId: string,
-    options: { maxLlmCalls?: number; budget?: Budget } = {},
-  ): Promise<InvocationView> {
+  async retry(invocationId: string, options: RetryOptions = {}): Promise<InvocationView> {
     const inv = await requireInvocation(this.store.db, invocationId);
     this.assertSameDefinition(inv);
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options));

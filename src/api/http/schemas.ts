@@ -27,7 +27,12 @@ function unstorable(text: string): string | undefined {
  * Refuses JSON that PostgreSQL would refuse (NUL characters, lone surrogates, in keys or values) or that nests
  * deeper than {@link MAX_JSON_DEPTH}, naming the path of the first offending value.
  */
-function storableJson(value: unknown, ctx: z.RefinementCtx, path: (string | number)[] = [], depth = 0): void {
+export function storableJson(
+  value: unknown,
+  ctx: z.RefinementCtx,
+  path: (string | number)[] = [],
+  depth = 0,
+): void {
   if (typeof value === 'string') {
     const why = unstorable(value);
     if (why) ctx.addIssue({ code: 'custom', message: why, path });
@@ -47,7 +52,7 @@ function storableJson(value: unknown, ctx: z.RefinementCtx, path: (string | numb
 }
 
 /** A short single-line string: ids, names, keys. */
-const text = (max: number) =>
+export const text = (max: number) =>
   z
     .string()
     .min(1)
@@ -56,7 +61,7 @@ const text = (max: number) =>
     .refine((s) => !LONE_SURROGATE.test(s), 'contains a lone UTF-16 surrogate; send valid Unicode');
 
 /** A JSON object that PostgreSQL can store. */
-const jsonObject = z.record(z.string(), z.unknown()).superRefine((v, ctx) => storableJson(v, ctx));
+export const jsonObject = z.record(z.string(), z.unknown()).superRefine((v, ctx) => storableJson(v, ctx));
 
 /** A whole number in a query string (`?after=12`). */
 const digits = (max: number) =>
@@ -161,76 +166,6 @@ export const confirmationBodySchema = z.strictObject({
     .unknown()
     .superRefine((v, ctx) => storableJson(v, ctx))
     .optional(),
-});
-
-export const forkBodySchema = z.strictObject({
-  at: text(2048).describe('the node path to run again from, e.g. writer/refine/critic#1'),
-  state: jsonObject.optional().describe('a state patch applied when the fork starts'),
-  instruction: z
-    .record(z.string(), z.string().max(100_000))
-    .optional()
-    .describe("instructions replacing LlmAgents' own, by agent name"),
-  input: z
-    .union([z.string().max(1_000_000), contentSchema])
-    .superRefine((v, ctx) => storableJson(v, ctx))
-    .optional()
-    .describe('a new user message replacing the original one'),
-  definition: z
-    .enum(['recorded', 'current'])
-    .optional()
-    .describe("'current' forks a run whose app changed since onto the current definition"),
-});
-
-export type ForkBody = z.infer<typeof forkBodySchema>;
-
-export const replayBodySchema = z
-  .strictObject({
-    definition: z
-      .enum(['current', 'recorded'])
-      .optional()
-      .describe("'recorded': refuse when the app's definition changed since the run"),
-  })
-  .nullish();
-
-export const replayResultSchema = z.object({
-  replayId: z.string().describe('the replay run (a fork of the original at its root, on recorded answers)'),
-  diverged: z.boolean(),
-  nodePath: z.string().optional(),
-  expected: z.unknown().optional(),
-  actual: z.unknown().optional(),
-  message: z.string().optional(),
-});
-const nodeSideSchema = z
-  .object({
-    status: z.string(),
-    output: z.string().nullable(),
-    toolCalls: z.array(z.object({ name: z.string(), args: z.record(z.string(), z.unknown()) })),
-    modelCalls: z.number().int(),
-    tokens: z.number().nullable(),
-    durationMs: z.number(),
-  })
-  .nullable();
-
-const runEndSchema = z.object({ id: z.string(), status: z.string(), output: z.string().nullable() });
-
-export const diffQuerySchema = z.strictObject({ a: text(256), b: text(256) });
-
-export const diffSchema = z.object({
-  a: runEndSchema,
-  b: runEndSchema,
-  nodes: z.array(z.object({ path: z.string(), a: nodeSideSchema, b: nodeSideSchema, same: z.boolean() })),
-  firstDivergence: z.string().nullable(),
-});
-export type DiffJson = z.infer<typeof diffSchema>;
-
-export type ReplayJson = z.infer<typeof replayResultSchema>;
-
-export const forkResultSchema = z.object({ invocationId: z.string(), sessionId: z.string() });
-
-export const forkListSchema = z.object({
-  forks: z.array(
-    z.object({ id: z.string(), status: z.string(), at: z.string().nullable(), createdAt: z.string() }),
-  ),
 });
 
 export const retryBodySchema = z

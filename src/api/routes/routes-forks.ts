@@ -7,10 +7,10 @@ import {
   forkResultSchema,
   diffQuerySchema,
   diffSchema,
-  idParamsSchema,
   replayBodySchema,
   replayResultSchema,
-} from '../http/schemas.js';
+} from '../http/fork-schemas.js';
+import { idParamsSchema } from '../http/schemas.js';
 
 const TAG = ['forks'];
 

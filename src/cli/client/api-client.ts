@@ -8,18 +8,20 @@ import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
   enqueueResultSchema,
   errorSchema,
-  diffSchema,
-  forkResultSchema,
   invocationPageSchema,
-  replayResultSchema,
-  type ForkBody,
-  type ReplayJson,
   eventListSchema,
   invocationSchema,
   nodeListSchema,
   type EnqueueBody,
   type InvocationJson,
 } from '../../api/http/schemas.js';
+import {
+  diffSchema,
+  forkResultSchema,
+  replayResultSchema,
+  type ForkBody,
+  type ReplayJson,
+} from '../../api/http/fork-schemas.js';
 import {
   credentialListSchema,
   credentialsDeletedSchema,

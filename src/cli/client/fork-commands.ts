@@ -7,7 +7,7 @@ import type { Command } from 'commander';
 import { EXIT, UsageError } from '../terminal/cli-errors.js';
 import { clientOf, exitWith, withClientFlags } from './client-commands.js';
 import type { ApiClient, ClientFlags } from './api-client.js';
-import type { DiffJson, ReplayJson } from '../../api/http/schemas.js';
+import type { DiffJson, ReplayJson } from '../../api/http/fork-schemas.js';
 import { cliLine } from './pending.js';
 
 interface ForkFlags extends ClientFlags {

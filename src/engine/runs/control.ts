@@ -134,6 +134,12 @@ export async function outsideStopsOf(
   };
 }
 
+/** What a retry changes first: the model-call cap, the run's budget (raised field by field). */
+export interface RetryOptions {
+  maxLlmCalls?: number;
+  budget?: Budget;
+}
+
 /**
  * Runs a failed or cancelled invocation again from its checkpoints: failed/cancelled nodes become runnable
  * (leaves re-run from their journal, so completed model and tool calls are not repeated).
@@ -141,7 +147,7 @@ export async function outsideStopsOf(
 export async function retryTx(
   tx: Db,
   invocationId: string,
-  options: { maxLlmCalls?: number; budget?: Budget } = {},
+  options: RetryOptions = {},
 ): Promise<NodeJobRef[]> {
   const { maxLlmCalls } = options;
   const budget = options.budget === undefined ? undefined : validateBudget(options.budget, 'budget');

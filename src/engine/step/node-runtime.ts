@@ -32,25 +32,18 @@ import { loadArtifact, saveArtifactTx } from '../../store/repos/tool-requests.js
 import { askDuringCall, withdrawnAnswer, type ElicitingCall } from '../auth/elicitation.js';
 import { runCredentials, type CredentialVault } from '../auth/credential-vault.js';
 import { applyToState } from '../../store/repos/state.js';
-import { exitLoop } from '../../tools/exit-loop.js';
+import { liveModel, liveTool, type LiveRefs } from './live-refs.js';
 import type { Logger } from 'pino';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../../tools/tool.js';
 import type { Toolset } from '../../tools/toolset.js';
 import { stopped, type LeaseGuard } from './lease-guard.js';
 
 /** What the runtime needs from the engine (SpendDeps: the apps, prices, spends' reports). */
-export interface NodeRuntimeDeps extends SpendDeps {
+export interface NodeRuntimeDeps extends SpendDeps, LiveRefs {
   store: Store;
-  models: ReadonlyMap<string, Model>;
-  defaultModel: (name: string) => Model | undefined;
-  tools: ReadonlyMap<string, Tool>;
   fault: (point: string, info: { invocationId: string; path: string; attempt: number }) => Promise<void>;
   /** Receives partial (streamed, never stored) events. */
   partials: (event: Event) => void;
-  /** Wraps a model instance an agent holds (not one registered by name) so its calls are observed. */
-  observeModel?: (model: Model) => Model;
-  /** Wraps a tool instance an agent holds (not one registered by name) so its calls are observed. */
-  observeTool?: (tool: Tool) => Tool;
   /** Where toolsets log (their servers' stderr, lost connections). */
   logger?: Logger;
   /** Users' tool credentials (absent when the deployment has no AGENTLOOM_SECRET_KEY). */
@@ -297,39 +290,12 @@ export class EngineNodeRuntime implements NodeRuntime {
   replay: ReplayInterposer | undefined;
 
   resolveModel(ref: Model | string | undefined): Model {
-    if (this.replay) return this.replay.model();
-    if (ref !== undefined && typeof ref !== 'string') return this.deps.observeModel?.(ref) ?? ref;
-    const name = ref ?? 'default';
-    const model = this.deps.models.get(name) ?? this.deps.defaultModel(name);
-    if (!model) {
-      throw new AgentloomError(
-        'CONFIG',
-        `model "${name}" is not registered: pass it in createEngine({ models: { "${name}": … } }) or name it by a provider id such as openai/gpt-4.1 or gemini-2.5-flash`,
-        { details: { model: name } },
-      );
-    }
-    return model;
+    return this.replay ? this.replay.model() : liveModel(this.deps, ref);
   }
 
   resolveTool(ref: Tool | string): Tool {
-    if (this.replay) return this.replay.tool(this.resolveLive(ref), this.node.agent);
-    return this.resolveLive(ref);
-  }
-
-  private resolveLive(ref: Tool | string): Tool {
-    if (typeof ref !== 'string') return this.deps.observeTool?.(ref) ?? ref;
-    const tool =
-      ref === exitLoop.name ? (this.deps.observeTool?.(exitLoop) ?? exitLoop) : this.deps.tools.get(ref);
-    if (!tool) {
-      throw new AgentloomError(
-        'CONFIG',
-        `tool "${ref}" is not registered: pass it in createEngine({ tools: { "${ref}": … } })`,
-        {
-          details: { tool: ref },
-        },
-      );
-    }
-    return tool;
+    const tool = liveTool(this.deps, ref);
+    return this.replay ? this.replay.tool(tool, this.node.agent) : tool;
   }
 
   async resolveToolset(toolset: Toolset): Promise<Tool[]> {
