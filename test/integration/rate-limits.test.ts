@@ -109,6 +109,10 @@ describe.each(backends)('rate limits in the step flow on $name', (backend) => {
       const refusedAt = wire.requests[0]!.at;
       expect(refusedAt).toBeLessThanOrEqual(at429);
       for (const r of wire.requests.slice(1)) expect(r.at - refusedAt).toBeGreaterThanOrEqual(2_500);
+      // The agent names the model by its provider id; the wire gets OpenAI's own model id.
+      expect(new Set(wire.requests.map((r) => (r.body as { model?: unknown }).model))).toEqual(
+        new Set(['gpt-4.1']),
+      );
     } finally {
       await wire.close();
     }

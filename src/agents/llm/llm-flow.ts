@@ -158,7 +158,7 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
       (signal) =>
         rt.sendLeased(() =>
           model.generate(
-            { ...request, signal },
+            { ...forModel(request, agent.options.model), signal },
             {
               ...(onPartial ? { onPartial } : {}),
               sendLeased: (send) => rt.sendLeased(send),
@@ -191,6 +191,18 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
           cause: err,
         });
   }
+}
+
+/**
+ * The request as the model instance gets it. `request.model` names the model as the agent does (a registered name
+ * such as `fast`, a provider id such as `openai/gpt-4.1`: what budgets, prices and rate limits key on); that name
+ * was resolved to `model`, which knows its own provider model id, so it is not sent on. A callback that set another
+ * model id keeps it (Gemini serves several).
+ */
+function forModel(request: ModelRequest, ref: unknown): ModelRequest {
+  if (request.model === undefined || request.model !== ref) return request;
+  const { model: _named, ...rest } = request;
+  return rest;
 }
 
 /** The response content with an id on every function call. */
