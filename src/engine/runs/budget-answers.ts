@@ -8,12 +8,7 @@
 import { AgentloomError } from '../../core/errors.js';
 import { validateBudget, type Budget } from '../../models/budget/budget.js';
 import type { Db } from '../../store/db/database.js';
-import {
-  getInvocation,
-  setInvocationStatusTx,
-  TERMINAL_INVOCATION,
-  type InvocationRow,
-} from '../../store/repos/invocations.js';
+import { getInvocation, setInvocationStatusTx, type InvocationRow } from '../../store/repos/invocations.js';
 import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import { setBudgetTx } from '../../store/repos/spends.js';
 import {
@@ -24,7 +19,7 @@ import {
 } from '../../store/repos/tool-requests.js';
 import type { RunTracing } from '../observe/run-trace.js';
 import { cancelTx, type OutsideStops } from './control.js';
-import { unpauseAncestorsTx } from './unpause.js';
+import { lockUnendedInvocationTx, unpauseAncestorsTx } from './unpause.js';
 
 const HOW =
   'a budget pause is answered with {"action": "raise", "budget": {"tokens": 2000}} (the new limits: the run continues) or {"action": "stop"} (the run is cancelled)';
@@ -61,14 +56,7 @@ export async function answerBudgetTx(
 ): Promise<BudgetAnswer> {
   checkBudgetAnswer(request.callId, response);
   const invocationId = request.invocationId;
-  const invocation = await getInvocation(tx, invocationId, true);
-  if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
-    throw new AgentloomError(
-      'CONFLICT',
-      `invocation ${invocationId} has ended (${invocation?.status ?? 'missing'})`,
-      { details: { invocationId } },
-    );
-  }
+  const invocation = await lockUnendedInvocationTx(tx, invocationId);
   await answerToolRequestTx(tx, invocationId, request.callId, response, by);
   if (response.action === 'stop') {
     await cancelTx(tx, invocationId, tracing);

@@ -19,11 +19,11 @@ import { missingSecretKey, type CredentialVault } from '../auth/credential-vault
 import { zodIssues } from '../../core/validation.js';
 import type { Db } from '../../store/db/database.js';
 import { appendEventTx } from '../../store/repos/events.js';
-import { getInvocation, setInvocationStatusTx, TERMINAL_INVOCATION } from '../../store/repos/invocations.js';
+import { getInvocation, setInvocationStatusTx } from '../../store/repos/invocations.js';
 import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
 import type { RunTracing } from '../observe/run-trace.js';
 import { answerBudgetTx } from './budget-answers.js';
-import { unpauseAncestorsTx } from './unpause.js';
+import { lockUnendedInvocationTx, unpauseAncestorsTx } from './unpause.js';
 import {
   answerToolRequestTx,
   findToolRequest,
@@ -124,14 +124,7 @@ export async function answerTx(
   if (request.kind === 'elicitation') checkElicitationAnswer(input.id, request.request, input.response);
   if (request.kind === 'budget')
     return answerBudgetTx(tx, request, input.response, options.by, options.tracing);
-  const invocation = await getInvocation(tx, invocationId, true);
-  if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
-    throw new AgentloomError(
-      'CONFLICT',
-      `invocation ${invocationId} has ended (${invocation?.status ?? 'missing'})`,
-      { details: { invocationId } },
-    );
-  }
+  const invocation = await lockUnendedInvocationTx(tx, invocationId);
   const node = await getNode(tx, invocationId, request.nodePath, true);
   if (!node) throw new AgentloomError('INTERNAL', `node ${request.nodePath} of a pending call is missing`);
   const requested = request.request as { name?: string; originalCallId?: string };

@@ -1,7 +1,22 @@
-/** Waking paused nodes' ancestors when an answer resumes a node (shared by every kind of answer). */
+/** What every kind of answer shares: the answered run locked (not ended), its paused ancestors woken. */
 import { isLeafKind } from '../../agents/workflow/workflow.js';
+import { AgentloomError } from '../../core/errors.js';
 import type { Db } from '../../store/db/database.js';
+import { getInvocation, TERMINAL_INVOCATION, type InvocationRow } from '../../store/repos/invocations.js';
 import { getNode, updateNodeTx } from '../../store/repos/nodes.js';
+
+/** The answered invocation, locked; CONFLICT when it has ended (an answer after the end changes nothing). */
+export async function lockUnendedInvocationTx(tx: Db, invocationId: string): Promise<InvocationRow> {
+  const invocation = await getInvocation(tx, invocationId, true);
+  if (!invocation || TERMINAL_INVOCATION.has(invocation.status)) {
+    throw new AgentloomError(
+      'CONFLICT',
+      `invocation ${invocationId} has ended (${invocation?.status ?? 'missing'})`,
+      { details: { invocationId } },
+    );
+  }
+  return invocation;
+}
 
 /** Paused ancestors go back to waiting on their children: workflow nodes `running`, leaves `waiting`. */
 export async function unpauseAncestorsTx(
