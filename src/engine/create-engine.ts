@@ -136,6 +136,16 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   checkPositive(options.leaseMs, 'leaseMs', '15000');
   checkPositive(options.maxStepMs, 'maxStepMs', '600000');
   if (options.prices !== undefined) validatePriceTable(options.prices);
+  const reservation = options.budgetOutputReservation;
+  if (reservation !== undefined && !(Number.isInteger(reservation) && reservation >= 0)) {
+    throw new AgentloomError(
+      'CONFIG',
+      'budgetOutputReservation must be a whole number of tokens ≥ 0, e.g. 4096',
+      {
+        details: { field: 'budgetOutputReservation' },
+      },
+    );
+  }
   // YAML apps check the tool and model names they use against the registries given here.
   const loaded =
     typeof options.apps === 'string'

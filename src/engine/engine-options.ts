@@ -71,6 +71,11 @@ export interface EngineOptions {
    * over the defaults of the providers we ship (README "Budgets"): what `costUsd` budgets count.
    */
   prices?: PriceTable;
+  /**
+   * Output tokens an agent's first model call of a run reserves under a budget when its request sets no
+   * `maxOutputTokens` (later calls reserve the agent's largest call so far). Default 1024.
+   */
+  budgetOutputReservation?: number;
   /** Named fault points for durability tests: throw or hang to simulate a crash at that point. */
   faults?: (
     point: string,

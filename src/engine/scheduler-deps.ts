@@ -67,6 +67,9 @@ export function schedulerDeps(
     },
     partials: hooks.publishPartial,
     ...(options.prices ? { prices: options.prices } : {}),
+    ...(options.budgetOutputReservation === undefined
+      ? {}
+      : { outputReservation: options.budgetOutputReservation }),
     ...(observer?.onSpend
       ? { onSpend: (spend: SpendEnd) => notify(observer.onSpend?.bind(observer), spend, logger) }
       : {}),

@@ -172,6 +172,33 @@ describe.each(backends)('budgets on $name', (backend) => {
     }
   });
 
+  it('a first call without maxOutputTokens reserves budgetOutputReservation (default 1024)', async () => {
+    const bare = (m: ScriptedModel) => new LlmAgent({ name: 'bare', model: m });
+    for (const [reservation, calls] of [
+      [undefined, 0],
+      [200, 1],
+    ] as const) {
+      const m = model();
+      const engine = await engineOn(backend, {
+        apps: [{ name: 'bare', agent: bare(m), budget: { tokens: 1000 } }],
+        ...(reservation === undefined ? {} : { budgetOutputReservation: reservation }),
+      });
+      try {
+        const { invocationId } = await engine.enqueue({ app: 'bare', userId: 'u', input: 'go' });
+        const view = await engine.wait(invocationId, { timeoutMs: 60_000 });
+        // 1024 reserved + the input: over 1000, held before its first call; 200 reserved: it runs.
+        expect(view.status).toBe(calls === 0 ? 'paused' : 'completed');
+        expect(m.calls).toBe(calls);
+      } finally {
+        await engine.close();
+      }
+    }
+    await expect(engineOn(backend, { apps: [], budgetOutputReservation: -1 })).rejects.toMatchObject({
+      code: 'CONFIG',
+      details: { field: 'budgetOutputReservation' },
+    });
+  });
+
   it("an agent's budget bounds its subtree; modelCalls counts committed calls", async () => {
     const m = model();
     const agent = new LoopAgent({

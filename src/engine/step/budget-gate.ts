@@ -121,6 +121,7 @@ export async function gateModelCall(
   db: Db,
   input: { invocationId: string; agent: BaseAgent | undefined; agentName: string; request: ModelRequest },
   price: ModelPrice | undefined,
+  outputReservation?: number,
 ): Promise<void> {
   const { budget: stored, spends } = await budgetAndSpends(db, input.invocationId);
   const scopes = budgetScopes(stored, input.agent);
@@ -128,7 +129,7 @@ export async function gateModelCall(
   const own = spends.find((s) => s.agent === input.agentName);
   const reservation = reservationFor(own?.largest, {
     estimatedInputTokens: estimatedInput(input.request),
-    ...(maxOutputOf(input.request) === undefined ? {} : { maxOutputTokens: maxOutputOf(input.request) }),
+    maxOutputTokens: maxOutputOf(input.request) ?? outputReservation,
     ...(price ? { price } : {}),
   });
   const found = firstCrossing(scopes, spends, reservation);
@@ -160,6 +161,8 @@ export interface SpendDeps {
   apps?: ReadonlyMap<string, RegisteredApp>;
   /** Price overrides by model id (`createEngine({ prices })`), over the defaults. */
   prices?: PriceTable;
+  /** Output tokens a first call reserves when its request sets no maxOutputTokens (`budgetOutputReservation`). */
+  outputReservation?: number;
   /** Told what each model call spent, once its event committed (metrics). Must not throw. */
   onSpend?: (spend: { app: string; agent: string; model: string; spend: Spend }) => void;
 }
@@ -181,7 +184,7 @@ export async function checkModelCall(
   const db = deps.store.db;
   if (hasBudget(call.budget, call.agent)) {
     const model = typeof call.request.model === 'string' ? call.request.model : 'default';
-    await gateModelCall(db, call, priceFor(model, deps.prices));
+    await gateModelCall(db, call, priceFor(model, deps.prices), deps.outputReservation);
   }
   const result = await reserveLlmCall(db, call.invocationId);
   if (!result.ok) {

@@ -130,7 +130,7 @@ export function estimateTokens(text: string): number {
  */
 export function reservationFor(
   largestSoFar: Spend | undefined,
-  first: { estimatedInputTokens: number; maxOutputTokens?: number; price?: ModelPrice },
+  first: { estimatedInputTokens: number; maxOutputTokens?: number | undefined; price?: ModelPrice },
 ): Spend {
   if (largestSoFar && largestSoFar.modelCalls > 0) return { ...largestSoFar, modelCalls: 1 };
   const outputTokens = first.maxOutputTokens ?? DEFAULT_OUTPUT_RESERVATION;
