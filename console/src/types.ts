@@ -5,7 +5,6 @@
 import type { z } from 'zod';
 import type {
   appListSchema,
-  diffSchema,
   errorSchema,
   inboxSchema,
   invocationPageSchema,
@@ -14,6 +13,7 @@ import type {
   sessionSchema,
   toolRequestListSchema,
 } from '../../src/api/http/schemas.js';
+import type { diffSchema } from '../../src/api/http/fork-schemas.js';
 import type { Event } from '../../src/core/event.js';
 
 export type ApiErrorBody = Partial<z.infer<typeof errorSchema>>;
