@@ -82,19 +82,6 @@ export function trends(result: SoakResult): Trend[] {
       trend(result, `${p} heap used`, 'MB', (s) => s.processes[p]?.heapUsedMb ?? Number.NaN),
     ),
     ...names.map((p) =>
-      trend(result, `${p} heap total`, 'MB', (s) => s.processes[p]?.heapTotalMb ?? Number.NaN),
-    ),
-    ...names.map((p) =>
-      trend(result, `${p} external`, 'MB', (s) => s.processes[p]?.externalMb ?? Number.NaN),
-    ),
-    // What is neither V8's heap nor external memory: native allocations (malloc arenas, pg/TLS buffers) and code.
-    ...names.map((p) =>
-      trend(result, `${p} RSS − heap total − external`, 'MB', (s) => {
-        const m = s.processes[p];
-        return m ? m.rssMb - (m.heapTotalMb ?? Number.NaN) - (m.externalMb ?? Number.NaN) : Number.NaN;
-      }),
-    ),
-    ...names.map((p) =>
       trend(result, `${p} event-loop delay p99`, 'ms', (s) => s.processes[p]?.eventLoopP99Ms ?? Number.NaN),
     ),
     trend(result, 'step latency p50', 'ms', (s) => s.stepP50Ms),

@@ -1,6 +1,5 @@
 /**
- * What the soak samples every 10 s: each process's RSS (/proc), heap (used, total), external memory and event-loop
- * delay (its /metrics), the
+ * What the soak samples every 10 s: each process's RSS (/proc) and heap and event-loop delay (its /metrics), the
  * step latency of the window (the workers' step histograms, differenced), the queue (runnable nodes in Postgres,
  * BullMQ's waiting jobs in Redis), runs by state, each table's rows, bytes and dead tuples, Redis memory.
  */
@@ -18,10 +17,6 @@ export interface Watched {
 export interface ProcessSample {
   rssMb: number;
   heapUsedMb: number;
-  /** V8's heap as reserved (used + free pages it keeps); RSS minus this and external is native memory and code. */
-  heapTotalMb: number;
-  /** Memory of JS objects held outside V8's heap (Buffers, ArrayBuffers). */
-  externalMb: number;
   eventLoopP99Ms: number;
 }
 
@@ -97,8 +92,6 @@ export class Sampler {
       processes[w.name] = {
         rssMb: rssMb(w.pid),
         heapUsedMb: value('agentloom_nodejs_heap_size_used_bytes') / 1024 / 1024,
-        heapTotalMb: value('agentloom_nodejs_heap_size_total_bytes') / 1024 / 1024,
-        externalMb: value('agentloom_nodejs_external_memory_bytes') / 1024 / 1024,
         eventLoopP99Ms: value('agentloom_nodejs_eventloop_lag_p99_seconds') * 1000,
       };
       for (const m of metrics) {
