@@ -3,7 +3,7 @@
  * minutes), the end state of every run, and line charts drawn as the benchmark's are (a vega-lite spec compiled to
  * vega, rendered headless to SVG).
  */
-import type { Sample } from './sampler.js';
+import type { ProcessSample, Sample } from './sampler.js';
 import type { endState } from './driver.js';
 
 export interface SoakResult {
@@ -72,6 +72,18 @@ function trend(result: SoakResult, series: string, unit: string, pick: (s: Sampl
   };
 }
 
+/**
+ * The parts of a process's memory, after RSS and heap used (samples of an older results.json lack them: their
+ * rows show dashes). Anonymous RSS ≈ heap total + external + native.
+ */
+const memorySeries = [
+  ['RSS anonymous', 'rssAnonMb'],
+  ['heap total', 'heapTotalMb'],
+  ['code space', 'codeSpaceMb'],
+  ['external', 'externalMb'],
+  ['native (anon RSS − heap total − external)', 'nativeMb'],
+] as const satisfies readonly (readonly [string, keyof ProcessSample])[];
+
 /** Every trend the report shows. */
 export function trends(result: SoakResult): Trend[] {
   const names = Object.keys(result.samples[0]?.processes ?? {});
@@ -80,6 +92,15 @@ export function trends(result: SoakResult): Trend[] {
     ...names.map((p) => trend(result, `${p} RSS`, 'MB', (s) => s.processes[p]?.rssMb ?? Number.NaN)),
     ...names.map((p) =>
       trend(result, `${p} heap used`, 'MB', (s) => s.processes[p]?.heapUsedMb ?? Number.NaN),
+    ),
+    ...memorySeries.flatMap(([label, key]) =>
+      names.map((p) => trend(result, `${p} ${label}`, 'MB', (s) => s.processes[p]?.[key] ?? Number.NaN)),
+    ),
+    ...names.map((p) =>
+      trend(result, `${p} active handles`, '', (s) => s.processes[p]?.activeHandles ?? Number.NaN),
+    ),
+    ...names.map((p) =>
+      trend(result, `${p} /metrics series`, '', (s) => s.processes[p]?.metricSeries ?? Number.NaN),
     ),
     ...names.map((p) =>
       trend(result, `${p} event-loop delay p99`, 'ms', (s) => s.processes[p]?.eventLoopP99Ms ?? Number.NaN),
