@@ -6,6 +6,8 @@
  * - the change of count and of self size from A to B;
  * - the objects alive in B that were allocated after A (heap object ids persist across the snapshots of one
  *   process): in a steady state these are the work in flight, a leak is a kind that keeps adding up here;
+ * - with `--retainers EventTarget,Map`: what holds the objects of those constructors allocated after A (a path of
+ *   retainers toward the GC roots);
  * - the largest Maps and Sets of each snapshot (by their hash table) and what holds them: a map keyed by run, job
  *   or session that is never emptied grows here.
  */
@@ -86,6 +88,34 @@ class Heap {
       yield { type, name, to: (this.s.edges[e + (this.e.to_node as number)] as number) / this.nf };
     }
   }
+  /**
+   * What holds each node: its retainer on a shortest path of strong edges from the GC roots (a breadth-first walk
+   * from the root node), so that following it up leads out of any cycle toward a root.
+   */
+  rootRetainers(): { from: Int32Array; edge: string[] } {
+    const from = new Int32Array(this.nodeCount).fill(-1);
+    const edge: string[] = new Array<string>(this.nodeCount);
+    const seen = new Uint8Array(this.nodeCount);
+    let frontier = [0];
+    seen[0] = 1;
+    while (frontier.length > 0) {
+      const next: number[] = [];
+      for (const i of frontier) {
+        for (const e of this.edgesOf(i)) {
+          if (e.type === 'weak' || e.type === 'shortcut' || seen[e.to]) continue;
+          seen[e.to] = 1;
+          if (this.type(i) !== 'synthetic') {
+            from[e.to] = i;
+            edge[e.to] = e.name;
+          }
+          next.push(e.to);
+        }
+      }
+      frontier = next;
+    }
+    return { from, edge };
+  }
+
   /** Every edge (from, name, to) pointing at one of `targets`. */
   retainers(targets: Set<number>): Map<number, { from: number; name: string }[]> {
     const out = new Map<number, { from: number; name: string }[]>();
@@ -150,11 +180,11 @@ function largestCollections(heap: Heap, top: number): string[] {
 function main(): void {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { top: { type: 'string', default: '25' } },
+    options: { top: { type: 'string', default: '25' }, retainers: { type: 'string' } },
   });
   const [pathA, pathB] = positionals;
   if (!pathA || !pathB) {
-    console.error('usage: heap-diff.ts A.heapsnapshot B.heapsnapshot [--top N]');
+    console.error('usage: heap-diff.ts A.heapsnapshot B.heapsnapshot [--top N] [--retainers Name,Name]');
     process.exit(2);
   }
   const top = Number(values.top);
@@ -183,6 +213,29 @@ function main(): void {
   console.log(`\nAlive in B, allocated after A (${kb(total(fresh))}), top ${top} by count:`);
   for (const [key, t] of [...fresh].sort((x, y) => y[1].count - x[1].count).slice(0, top))
     console.log(`  ${String(t.count).padStart(8)}  ${kb(t.size).padStart(12)}  ${key}`);
+  if (values.retainers) {
+    const wanted = new Set(values.retainers.split(','));
+    const { from, edge } = b.rootRetainers();
+    for (const name of wanted) {
+      const paths = new Map<string, number>();
+      for (let i = 0; i < b.nodeCount; i++) {
+        if (b.name(i) !== name || idsA.has(b.id(i)) || (b.type(i) !== 'object' && b.type(i) !== 'closure'))
+          continue;
+        const steps: string[] = [];
+        for (let n = i, depth = 0; depth < 7 && (from[n] as number) >= 0; depth++) {
+          steps.push(`${edge[n]} ← ${b.name(from[n] as number).slice(0, 40) || b.type(from[n] as number)}`);
+          n = from[n] as number;
+        }
+        const path = steps.join(' | ');
+        paths.set(path, (paths.get(path) ?? 0) + 1);
+      }
+      console.log(
+        `\nWhat holds the ${name} objects allocated after A (retainers toward the roots, 7 steps up):`,
+      );
+      for (const [path, n] of [...paths].sort((x, y) => y[1] - x[1]).slice(0, 8))
+        console.log(`  ${String(n).padStart(6)}  ${path}`);
+    }
+  }
   console.log('\nLargest Maps and Sets in A:');
   for (const line of mapsA) console.log(`  ${line}`);
   console.log('\nLargest Maps and Sets in B:');
