@@ -60,15 +60,19 @@ const { values } = parseArgs({
     'heap-snapshots': { type: 'string' },
   },
 });
-/** --env K=V: more environment of the api and the workers. */
-const extraEnv: Record<string, string> = {};
+/**
+ * The environment of the api and the workers: what the Docker image sets (Dockerfile ENV: MALLOC_ARENA_MAX=2, see
+ * README "Operations"), then --env K=V (`--env K=` leaves K out: `--env MALLOC_ARENA_MAX=` runs with glibc's default arenas).
+ */
+const extraEnv: Record<string, string> = { MALLOC_ARENA_MAX: '2' };
 for (const pair of values.env ?? []) {
   const eq = pair.indexOf('=');
   if (eq <= 0) {
     console.error(`soak: --env takes K=V, got ${pair}`);
     process.exit(2);
   }
-  extraEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+  if (eq === pair.length - 1) delete extraEnv[pair.slice(0, eq)];
+  else extraEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
 }
 /** Minutes of the load at which to write heap snapshots. */
 const snapshotMinutes = (values['heap-snapshots'] ?? '')
@@ -240,6 +244,7 @@ async function main(): Promise<number> {
       end: state,
       driverErrors: driver.errors,
       logErrors,
+      env: extraEnv,
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     };
     writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));

@@ -17,6 +17,8 @@ export interface SoakResult {
   /** Log lines at error level or above, by process, that the mix does not provoke. */
   logErrors: Record<string, string[]>;
   machine: string;
+  /** Environment the soak set for the api and the workers beyond the services' URLs (e.g. MALLOC_ARENA_MAX). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -79,6 +81,8 @@ function trend(result: SoakResult, series: string, unit: string, pick: (s: Sampl
 const memorySeries = [
   ['RSS anonymous', 'rssAnonMb'],
   ['heap total', 'heapTotalMb'],
+  ['new space', 'newSpaceMb'],
+  ['old space', 'oldSpaceMb'],
   ['code space', 'codeSpaceMb'],
   ['external', 'externalMb'],
   ['native (anon RSS − heap total − external)', 'nativeMb'],
@@ -181,6 +185,14 @@ export async function renderCharts(result: SoakResult): Promise<Record<string, s
   };
 }
 
+/** The processes' extra environment, as a sentence ('' when none). */
+function envLine(env: Record<string, string> | undefined): string {
+  const pairs = Object.entries(env ?? {}).filter(([k]) => k !== 'NODE_OPTIONS' || env?.[k]);
+  return pairs.length === 0
+    ? ''
+    : ` The api and the workers ran with ${pairs.map(([k, v]) => `\`${k}=${v}\``).join(', ')}.`;
+}
+
 /** SOAK.md. `charts` are the chart files' paths relative to the report. */
 export function soakMarkdown(result: SoakResult, charts: string[]): string {
   const { end } = result;
@@ -193,7 +205,7 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
       ' rejected), chores (a tool that throws, a model that throws, a slow tool cancelled while it runs) and writer' +
       ' runs cancelled while paused (every other one retried, then approved). Sampled every 10 s.',
     '',
-    `Machine: ${result.machine}. Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
+    `Machine: ${result.machine}.${envLine(result.env)} Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
     '',
   );
   lines.push('## End state', '');

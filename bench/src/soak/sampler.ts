@@ -1,6 +1,6 @@
 /**
  * What the soak samples every 10 s: each process's memory — RSS and its anonymous part (/proc), the V8 heap (used,
- * total, code space), external memory (ArrayBuffers, Buffers) and what is left outside both, the native part — its
+ * total, and the new, old and code spaces' sizes), external memory (ArrayBuffers, Buffers) and what is left outside both, the native part — its
  * active handles, the series of its /metrics page and its event-loop delay, the
  * step latency of the window (the workers' step histograms, differenced), the queue (runnable nodes in Postgres,
  * BullMQ's waiting jobs in Redis), runs by state, each table's rows, bytes and dead tuples, Redis memory.
@@ -23,6 +23,10 @@ export interface ProcessSample {
   heapUsedMb: number;
   /** Memory V8 holds for its heap (used and free pages). */
   heapTotalMb: number;
+  /** V8's new space (young objects; V8 grows it toward its maximum under a steady allocation rate). */
+  newSpaceMb: number;
+  /** V8's old space (objects that survived two collections). */
+  oldSpaceMb: number;
   /** V8's code space (compiled code and bytecode live in the old space). */
   codeSpaceMb: number;
   /** Memory outside the V8 heap that V8 accounts for: ArrayBuffers, Buffers, strings of native modules. */
@@ -120,6 +124,8 @@ export class Sampler {
         ...memory,
         heapUsedMb: mb('agentloom_nodejs_heap_size_used_bytes'),
         heapTotalMb,
+        newSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="new"'),
+        oldSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="old"'),
         codeSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="code"'),
         externalMb,
         nativeMb: memory.rssAnonMb - heapTotalMb - externalMb,
