@@ -234,6 +234,14 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
     '',
   );
   lines.push(
+    'Reading the memory rows: RSS is the anonymous part plus mapped files (the node binary and libraries, ~47 MB,' +
+      ' constant); the anonymous part is V8’s heap total (its new, old, code and large-object spaces, used or' +
+      ' free), external memory (Buffers, ArrayBuffers) and the native rest (malloc: V8’s compiler and GC' +
+      ' structures, libuv, thread stacks). A leak of JavaScript objects shows in heap used; V8 growing its spaces' +
+      ' in heap total with heap used flat; a native leak or malloc fragmentation in the native rest.',
+    '',
+  );
+  lines.push(
     '| series | first | last | min | max | slope per 10 min (95 % CI) |',
     '|---|--:|--:|--:|--:|--:|',
   );
