@@ -27,6 +27,9 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 # the unprivileged `node` user (uid 1000), so the process cannot change its own code.
 FROM node:${NODE_VERSION}-bookworm-slim AS runtime
 ENV NODE_ENV=production
+# Two glibc malloc arenas instead of 8 per core: ~10 MB less native memory per process in the soak (SOAK.md), no
+# measurable cost (the JavaScript runs on one thread; the rest of Node's threads allocate little).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist

@@ -58,7 +58,10 @@ export interface ScriptedModelOptions {
 export class ScriptedModel implements Model {
   readonly name: string;
   readonly provider = 'scripted';
-  /** The latest requests received (`keepRequests` of them), oldest first (deep copies taken at the call). */
+  /**
+   * The latest requests received (`keepRequests` of them), oldest first (deep copies taken at the call, without
+   * their `signal`).
+   */
   readonly requests: ModelRequest[] = [];
   readonly #respond: ScriptedModelOptions['respond'];
   readonly #keep: number;
@@ -129,12 +132,14 @@ function throwIfAborted(signal: AbortSignal | undefined, name: string): void {
   }
 }
 
-/** A deep copy of the request's data; the signal is kept by reference (it is not data). */
+/**
+ * A deep copy of the request's data, without its signal: a kept request must not hold its step alive (the step's
+ * abort listeners on the signal reach its whole runtime — invocation, state, tools — and 1000 kept requests per
+ * model held a worker's heap growing for most of an hour of the soak, issue 34).
+ */
 function copyRequest(request: ModelRequest): ModelRequest {
-  const { signal, ...data } = request;
-  const copy: ModelRequest = structuredClone(data);
-  if (signal !== undefined) copy.signal = signal;
-  return copy;
+  const { signal: _signal, ...data } = request;
+  return structuredClone(data);
 }
 
 function isContent(reply: ModelReply): reply is Content {

@@ -173,4 +173,13 @@ describe('ScriptedModel', () => {
     expect(model.callsBy('odd')).toBe(5);
     expect(() => new ScriptedModel({ respond: () => 'ok', keepRequests: -1 })).toThrow(/keepRequests/);
   });
+
+  it('keeps no signal in its requests (a kept request must not hold its step alive), yet honours it', async () => {
+    const model = new ScriptedModel({ respond: () => 'ok' });
+    const controller = new AbortController();
+    await model.generate(request({ signal: controller.signal }));
+    expect(model.requests[0]).not.toHaveProperty('signal');
+    controller.abort();
+    await expect(model.generate(request({ signal: controller.signal }))).rejects.toThrow(/cancelled/);
+  });
 });

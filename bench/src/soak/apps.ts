@@ -31,6 +31,9 @@ const chore = new FunctionTool({
 });
 
 const choresModel = new ScriptedModel({
+  // Nothing reads its requests: keeping the default 1000 copies per process would grow the workers' heaps for the
+  // half hour this model takes to receive them, which is the test double's buffer filling, not agentloom.
+  keepRequests: 0,
   respond: (turn) => {
     const input = turn.contents.flatMap((c) => c.parts.map((p) => p.text ?? '')).join(' ');
     if (input.includes('broken')) throw new Error('scripted failure: the model is down');

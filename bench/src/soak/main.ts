@@ -1,5 +1,6 @@
 /**
- * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts] [--render]`: hours of steady load on the
+ * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts] [--render] [--env K=V]... [--heap-snapshots M,M]`:
+ * hours of steady load on the
  * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
  * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
  * driver.ts through the API, samples every 10 s (sampler.ts), then stops the load, waits for every run to end and
@@ -7,6 +8,12 @@
  * --out (default: SOAK.md at the repository root, the rest in bench/results/soak/). Exit code 1 when a run ended
  * otherwise than it should, never ended, an API call failed, or a process logged an error the mix does not
  * provoke. No timing is asserted: the trends are for a person to read.
+ *
+ * To look for leaks: `--env K=V` (repeatable) sets an environment variable of the api and the workers (e.g.
+ * MALLOC_ARENA_MAX=2); `--heap-snapshots 3,10` has each of them write a heap snapshot into DIR/heap/ at those
+ * minutes of the load (SIGUSR2 with --heapsnapshot-signal, one process at a time; a snapshot pauses the process for
+ * seconds and leaves its RSS higher, so a soak with snapshots is not one to read RSS trends from). Compare two with
+ * `node --import tsx bench/src/soak/heap-diff.ts A.heapsnapshot B.heapsnapshot`.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import {
@@ -16,7 +23,9 @@ import {
   mkdtempSync,
   openSync,
   readFileSync,
+  readdirSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { cpus, tmpdir, totalmem } from 'node:os';
@@ -47,14 +56,46 @@ const { values } = parseArgs({
     out: { type: 'string' },
     'no-charts': { type: 'boolean', default: false },
     render: { type: 'boolean', default: false },
+    env: { type: 'string', multiple: true, default: [] },
+    'heap-snapshots': { type: 'string' },
   },
 });
+/**
+ * The environment of the api and the workers: what the Docker image sets (Dockerfile ENV: MALLOC_ARENA_MAX=2, see
+ * README "Operations"), then --env K=V (`--env K=` leaves K out: `--env MALLOC_ARENA_MAX=` runs with glibc's default arenas).
+ */
+const extraEnv: Record<string, string> = { MALLOC_ARENA_MAX: '2' };
+for (const pair of values.env ?? []) {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) {
+    console.error(`soak: --env takes K=V, got ${pair}`);
+    process.exit(2);
+  }
+  if (eq === pair.length - 1) delete extraEnv[pair.slice(0, eq)];
+  else extraEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+}
+/** Minutes of the load at which to write heap snapshots. */
+const snapshotMinutes = (values['heap-snapshots'] ?? '')
+  .split(',')
+  .filter((m) => m.trim() !== '')
+  .map(Number)
+  .sort((a, b) => a - b);
+if (snapshotMinutes.some((m) => !Number.isFinite(m) || m < 0)) {
+  console.error('soak: --heap-snapshots takes minutes, e.g. --heap-snapshots 3,10');
+  process.exit(2);
+}
 const minutes = Number(values.minutes);
 if (!Number.isFinite(minutes) || minutes <= 0) {
   console.error('soak: --minutes must be a positive number, e.g. --minutes 60');
   process.exit(2);
 }
 const outDir = values.out ? resolve(values.out) : join(REPO, 'bench/results/soak');
+const snapshotDir = join(outDir, 'heap');
+if (snapshotMinutes.length > 0) {
+  mkdirSync(snapshotDir, { recursive: true });
+  const flags = `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshotDir}`;
+  extraEnv.NODE_OPTIONS = [process.env.NODE_OPTIONS, extraEnv.NODE_OPTIONS, flags].filter(Boolean).join(' ');
+}
 const reportPath = values.out ? join(outDir, 'SOAK.md') : join(REPO, 'SOAK.md');
 
 function log(message: string): void {
@@ -131,6 +172,7 @@ async function main(): Promise<number> {
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     AGENTLOOM_QUEUE_PREFIX: PREFIX,
+    ...extraEnv,
   };
   delete env.LOG_LEVEL;
   delete env.AGENTLOOM_API_KEYS;
@@ -167,7 +209,12 @@ async function main(): Promise<number> {
     driver.start();
     await sampler.sample(0, driver.latencies(started, started)); // the histograms' baseline
     const end = started + minutes * 60_000;
+    const snapshotsDue = [...snapshotMinutes];
     while (Date.now() < end) {
+      if (snapshotsDue.length > 0 && Date.now() - started >= (snapshotsDue[0] as number) * 60_000) {
+        snapshotsDue.shift();
+        await writeHeapSnapshots(watched);
+      }
       const windowStart = Date.now();
       await sleep(Math.min(SAMPLE_MS, Math.max(0, end - Date.now())));
       const t = (Date.now() - started) / 1000;
@@ -197,6 +244,7 @@ async function main(): Promise<number> {
       end: state,
       driverErrors: driver.errors,
       logErrors,
+      env: extraEnv,
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     };
     writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));
@@ -225,6 +273,29 @@ async function main(): Promise<number> {
   }
 }
 
+/** Has each watched process write a heap snapshot, one after the other (each waits for the last to be written). */
+async function writeHeapSnapshots(watched: Watched[]): Promise<void> {
+  for (const w of watched) {
+    const before = new Set(readdirSync(snapshotDir));
+    const startedAt = Date.now();
+    process.kill(w.pid, 'SIGUSR2');
+    // Written when the file exists and its size stops changing.
+    let last = -1;
+    await waitFor(
+      () => {
+        const file = readdirSync(snapshotDir).find((f) => !before.has(f) && f.includes(`.${w.pid}.`));
+        if (!file) return false;
+        const size = statSync(join(snapshotDir, file)).size;
+        const done = size > 0 && size === last;
+        last = size;
+        return done;
+      },
+      { timeoutMs: 180_000, intervalMs: 1000, what: `a heap snapshot of ${w.name}` },
+    );
+    log(`heap snapshot of ${w.name} (pid ${w.pid}) in ${((Date.now() - startedAt) / 1000).toFixed(0)} s`);
+  }
+}
+
 function workerOptions(databaseUrl: string, redisUrl: string, logDir: string, metricsPort: number) {
   return {
     databaseUrl,
@@ -234,7 +305,7 @@ function workerOptions(databaseUrl: string, redisUrl: string, logDir: string, me
     logDir,
     apps: APPS,
     args: ['--metrics-port', String(metricsPort)],
-    env: { AGENTLOOM_RETENTION: values.retention as string },
+    env: { AGENTLOOM_RETENTION: values.retention as string, ...extraEnv },
   };
 }
 

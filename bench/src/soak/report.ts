@@ -3,7 +3,7 @@
  * minutes), the end state of every run, and line charts drawn as the benchmark's are (a vega-lite spec compiled to
  * vega, rendered headless to SVG).
  */
-import type { Sample } from './sampler.js';
+import type { ProcessSample, Sample } from './sampler.js';
 import type { endState } from './driver.js';
 
 export interface SoakResult {
@@ -17,6 +17,8 @@ export interface SoakResult {
   /** Log lines at error level or above, by process, that the mix does not provoke. */
   logErrors: Record<string, string[]>;
   machine: string;
+  /** Environment the soak set for the api and the workers beyond the services' URLs (e.g. MALLOC_ARENA_MAX). */
+  env?: Record<string, string>;
 }
 
 /**
@@ -72,6 +74,20 @@ function trend(result: SoakResult, series: string, unit: string, pick: (s: Sampl
   };
 }
 
+/**
+ * The parts of a process's memory, after RSS and heap used (samples of an older results.json lack them: their
+ * rows show dashes). Anonymous RSS ≈ heap total + external + native.
+ */
+const memorySeries = [
+  ['RSS anonymous', 'rssAnonMb'],
+  ['heap total', 'heapTotalMb'],
+  ['new space', 'newSpaceMb'],
+  ['old space', 'oldSpaceMb'],
+  ['code space', 'codeSpaceMb'],
+  ['external', 'externalMb'],
+  ['native (anon RSS − heap total − external)', 'nativeMb'],
+] as const satisfies readonly (readonly [string, keyof ProcessSample])[];
+
 /** Every trend the report shows. */
 export function trends(result: SoakResult): Trend[] {
   const names = Object.keys(result.samples[0]?.processes ?? {});
@@ -80,6 +96,15 @@ export function trends(result: SoakResult): Trend[] {
     ...names.map((p) => trend(result, `${p} RSS`, 'MB', (s) => s.processes[p]?.rssMb ?? Number.NaN)),
     ...names.map((p) =>
       trend(result, `${p} heap used`, 'MB', (s) => s.processes[p]?.heapUsedMb ?? Number.NaN),
+    ),
+    ...memorySeries.flatMap(([label, key]) =>
+      names.map((p) => trend(result, `${p} ${label}`, 'MB', (s) => s.processes[p]?.[key] ?? Number.NaN)),
+    ),
+    ...names.map((p) =>
+      trend(result, `${p} active handles`, '', (s) => s.processes[p]?.activeHandles ?? Number.NaN),
+    ),
+    ...names.map((p) =>
+      trend(result, `${p} /metrics series`, '', (s) => s.processes[p]?.metricSeries ?? Number.NaN),
     ),
     ...names.map((p) =>
       trend(result, `${p} event-loop delay p99`, 'ms', (s) => s.processes[p]?.eventLoopP99Ms ?? Number.NaN),
@@ -160,6 +185,14 @@ export async function renderCharts(result: SoakResult): Promise<Record<string, s
   };
 }
 
+/** The processes' extra environment, as a sentence ('' when none). */
+function envLine(env: Record<string, string> | undefined): string {
+  const pairs = Object.entries(env ?? {}).filter(([k]) => k !== 'NODE_OPTIONS' || env?.[k]);
+  return pairs.length === 0
+    ? ''
+    : ` The api and the workers ran with ${pairs.map(([k, v]) => `\`${k}=${v}\``).join(', ')}.`;
+}
+
 /** SOAK.md. `charts` are the chart files' paths relative to the report. */
 export function soakMarkdown(result: SoakResult, charts: string[]): string {
   const { end } = result;
@@ -172,7 +205,7 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
       ' rejected), chores (a tool that throws, a model that throws, a slow tool cancelled while it runs) and writer' +
       ' runs cancelled while paused (every other one retried, then approved). Sampled every 10 s.',
     '',
-    `Machine: ${result.machine}. Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
+    `Machine: ${result.machine}.${envLine(result.env)} Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
     '',
   );
   lines.push('## End state', '');
@@ -198,6 +231,14 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
       ? `RSS flat in every process: each slope is under 1 MB per 10 minutes (${rss.map((t) => `${t.series} ${fmt(t.slope, 2)}`).join(', ')}).`
       : `RSS slope of 1 MB per 10 minutes or more: ${over.map((t) => `${t.series} ${fmt(t.slope, 2)} ± ${fmt(t.ci95, 2)} MB`).join(', ')}` +
           ' (± is the 95 % confidence interval; an interval that reaches below 1 does not show growth beyond the bound).',
+    '',
+  );
+  lines.push(
+    'Reading the memory rows: RSS is the anonymous part plus mapped files (the node binary and libraries, ~47 MB,' +
+      ' constant); the anonymous part is V8’s heap total (its new, old, code and large-object spaces, used or' +
+      ' free), external memory (Buffers, ArrayBuffers) and the native rest (malloc: V8’s compiler and GC' +
+      ' structures, libuv, thread stacks). A leak of JavaScript objects shows in heap used; V8 growing its spaces' +
+      ' in heap total with heap used flat; a native leak or malloc fragmentation in the native rest.',
     '',
   );
   lines.push(

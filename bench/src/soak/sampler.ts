@@ -1,5 +1,7 @@
 /**
- * What the soak samples every 10 s: each process's RSS (/proc) and heap and event-loop delay (its /metrics), the
+ * What the soak samples every 10 s: each process's memory — RSS and its anonymous part (/proc), the V8 heap (used,
+ * total, and the new, old and code spaces' sizes), external memory (ArrayBuffers, Buffers) and what is left outside both, the native part — its
+ * active handles, the series of its /metrics page and its event-loop delay, the
  * step latency of the window (the workers' step histograms, differenced), the queue (runnable nodes in Postgres,
  * BullMQ's waiting jobs in Redis), runs by state, each table's rows, bytes and dead tuples, Redis memory.
  */
@@ -16,7 +18,28 @@ export interface Watched {
 
 export interface ProcessSample {
   rssMb: number;
+  /** The anonymous part of the RSS (heap memory of V8 and of malloc; the rest is mapped files: code, libraries). */
+  rssAnonMb: number;
   heapUsedMb: number;
+  /** Memory V8 holds for its heap (used and free pages). */
+  heapTotalMb: number;
+  /** V8's new space (young objects; V8 grows it toward its maximum under a steady allocation rate). */
+  newSpaceMb: number;
+  /** V8's old space (objects that survived two collections). */
+  oldSpaceMb: number;
+  /** V8's code space (compiled code and bytecode live in the old space). */
+  codeSpaceMb: number;
+  /** Memory outside the V8 heap that V8 accounts for: ArrayBuffers, Buffers, strings of native modules. */
+  externalMb: number;
+  /**
+   * Anonymous RSS minus the V8 heap and external memory: malloc'd memory nobody accounts for (native modules,
+   * libuv, V8's own structures, malloc's free lists and fragmentation), thread stacks.
+   */
+  nativeMb: number;
+  /** Handles libuv keeps (sockets, timers with a handle, servers). */
+  activeHandles: number;
+  /** Series on the /metrics page (a label with unbounded values would grow it). */
+  metricSeries: number;
   eventLoopP99Ms: number;
 }
 
@@ -57,9 +80,12 @@ function parseMetrics(text: string): { name: string; labels: string; value: numb
   return out;
 }
 
-function rssMb(pid: number): number {
+/** VmRSS and RssAnon of /proc/<pid>/status, in MB. */
+function rss(pid: number): { rssMb: number; rssAnonMb: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  return Number(/^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1] ?? Number.NaN) / 1024;
+  const kb = (field: string) =>
+    Number(new RegExp(`^${field}:\\s+(\\d+)\\s+kB`, 'm').exec(status)?.[1] ?? Number.NaN) / 1024;
+  return { rssMb: kb('VmRSS'), rssAnonMb: kb('RssAnon') };
 }
 
 /** The quantile `q` of a cumulative histogram (upper bound of the bucket where it falls), in ms. */
@@ -88,10 +114,23 @@ export class Sampler {
     for (const w of this.watched) {
       const text = await (await fetch(w.metricsUrl)).text();
       const metrics = parseMetrics(text);
-      const value = (name: string) => metrics.find((m) => m.name === name)?.value ?? Number.NaN;
+      const value = (name: string, labels = '') =>
+        metrics.find((m) => m.name === name && m.labels.includes(labels))?.value ?? Number.NaN;
+      const mb = (name: string, labels?: string) => value(name, labels) / 1024 / 1024;
+      const memory = rss(w.pid);
+      const heapTotalMb = mb('agentloom_nodejs_heap_size_total_bytes');
+      const externalMb = mb('agentloom_nodejs_external_memory_bytes');
       processes[w.name] = {
-        rssMb: rssMb(w.pid),
-        heapUsedMb: value('agentloom_nodejs_heap_size_used_bytes') / 1024 / 1024,
+        ...memory,
+        heapUsedMb: mb('agentloom_nodejs_heap_size_used_bytes'),
+        heapTotalMb,
+        newSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="new"'),
+        oldSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="old"'),
+        codeSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="code"'),
+        externalMb,
+        nativeMb: memory.rssAnonMb - heapTotalMb - externalMb,
+        activeHandles: value('agentloom_nodejs_active_handles_total'),
+        metricSeries: metrics.length,
         eventLoopP99Ms: value('agentloom_nodejs_eventloop_lag_p99_seconds') * 1000,
       };
       for (const m of metrics) {
