@@ -57,6 +57,13 @@ export interface BullmqQueueOptions {
 
 const JOB_NAME = 'step';
 
+/**
+ * The length BullMQ trims each queue's event stream (`bull:<queue>:events`, read only by a `QueueEvents` or a
+ * dashboard; agentloom reads nothing from it) to, approximately. BullMQ's default, 10 000, is ~1.4 MB of Redis per
+ * queue that a quiet queue takes an hour or more to fill: the soak saw Redis grow for 45 minutes (issue 34).
+ */
+export const EVENTS_MAX_LEN = 1_000;
+
 /** A StepQueue over BullMQ. */
 export class BullmqQueue implements StepQueue {
   readonly kind: 'redis' | 'postgres';
@@ -102,7 +109,7 @@ export class BullmqQueue implements StepQueue {
     let queue = this.queues.get(name);
     if (!queue) {
       if (this.redis) {
-        queue = new Queue(name, { connection: this.redis });
+        queue = new Queue(name, { connection: this.redis, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
       } else {
         const { Queue: PgQueue } = withBackend(createPostgresBackend);
         queue = new PgQueue(name, { connection: this.pool as PgPool }) as unknown as Queue;
