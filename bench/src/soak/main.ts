@@ -1,5 +1,6 @@
 /**
- * `npm run soak -- --minutes N [--retention 2m] [--out DIR] [--no-charts] [--render] [--env K=V]... [--heap-snapshots M,M]`:
+ * `npm run soak -- --minutes N [--retention 2m] [--warmup MIN] [--out DIR] [--no-charts] [--render] [--env K=V]...
+ * [--heap-snapshots M,M]`:
  * hours of steady load on the
  * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
  * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
@@ -58,6 +59,7 @@ const { values } = parseArgs({
     render: { type: 'boolean', default: false },
     env: { type: 'string', multiple: true, default: [] },
     'heap-snapshots': { type: 'string' },
+    warmup: { type: 'string' },
   },
 });
 /**
@@ -87,6 +89,12 @@ if (snapshotMinutes.some((m) => !Number.isFinite(m) || m < 0)) {
 const minutes = Number(values.minutes);
 if (!Number.isFinite(minutes) || minutes <= 0) {
   console.error('soak: --minutes must be a positive number, e.g. --minutes 60');
+  process.exit(2);
+}
+/** Minutes at the start left out of the trends: --warmup, else a quarter of the soak up to 10 minutes. */
+const warmupSeconds = values.warmup === undefined ? Math.min(600, (minutes * 60) / 4) : Number(values.warmup) * 60;
+if (!Number.isFinite(warmupSeconds) || warmupSeconds < 0 || warmupSeconds >= minutes * 60) {
+  console.error(`soak: --warmup must be minutes from 0 to under --minutes (${minutes}), e.g. --warmup 10`);
   process.exit(2);
 }
 const outDir = values.out ? resolve(values.out) : join(REPO, 'bench/results/soak');
@@ -155,7 +163,9 @@ async function writeReport(result: SoakResult): Promise<void> {
 async function main(): Promise<number> {
   if (values.render) {
     // --render: the report again from the results.json already in --out (after a change of the report).
-    await writeReport(JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as SoakResult);
+    // --warmup with --render: the trends again from another start.
+    const result = JSON.parse(readFileSync(join(outDir, 'results.json'), 'utf8')) as SoakResult;
+    await writeReport(values.warmup === undefined ? result : { ...result, warmupSeconds });
     return 0;
   }
   const work = mkdtempSync(join(tmpdir(), 'agentloom-soak-'));
@@ -176,8 +186,12 @@ async function main(): Promise<number> {
   };
   delete env.LOG_LEVEL;
   delete env.AGENTLOOM_API_KEYS;
-  const db = new pg.Client({ connectionString: databaseUrl });
+  // A pool of one: a dropped connection of the sampler is replaced on the next query, and its 'error' event must not
+  // end an hour's soak (a failed sample is logged and skipped, see below).
+  const db = new pg.Pool({ connectionString: databaseUrl, max: 1 });
+  db.on('error', (err) => log(`sampler's PostgreSQL connection: ${err.message}`));
   const redis = new Redis(redisUrl);
+  redis.on('error', (err) => log(`sampler's Redis connection: ${err.message}`));
   let passed = false;
   try {
     const migrated = spawnSync(process.execPath, [join(REPO, 'bin/agentloom.js'), 'migrate'], {
@@ -192,7 +206,6 @@ async function main(): Promise<number> {
       ...(await startWorkers(1, workerOptions(databaseUrl, redisUrl, work, ports[0] as number))),
       ...(await startWorkers(1, workerOptions(databaseUrl, redisUrl, work, ports[1] as number))),
     ];
-    await db.connect();
     const watched: Watched[] = [
       { name: 'api', pid: api.child.pid as number, metricsUrl: `${api.url}/metrics` },
       ...workers.map((w, i) => ({
@@ -218,8 +231,21 @@ async function main(): Promise<number> {
       const windowStart = Date.now();
       await sleep(Math.min(SAMPLE_MS, Math.max(0, end - Date.now())));
       const t = (Date.now() - started) / 1000;
-      const sample = await sampler.sample(t, driver.latencies(windowStart, Date.now()));
+      let sample: Sample;
+      try {
+        sample = await sampler.sample(t, driver.latencies(windowStart, Date.now()));
+      } catch (err) {
+        log(`sample at ${t.toFixed(0)} s skipped: ${(err as Error).message}`);
+        continue;
+      }
       samples.push(sample);
+      // The samples so far, each minute: an interrupted soak leaves its trends behind.
+      if (samples.length % 6 === 0) {
+        writeFileSync(
+          join(outDir, 'results.partial.json'),
+          JSON.stringify({ startedAt: new Date(started).toISOString(), minutes, warmupSeconds, samples }),
+        );
+      }
       if (samples.length % 6 === 0) {
         const rss = Object.entries(sample.processes)
           .map(([p, s]) => `${p} ${s.rssMb.toFixed(0)} MB`)
@@ -239,7 +265,7 @@ async function main(): Promise<number> {
       startedAt: new Date(started).toISOString(),
       minutes,
       retention: values.retention as string,
-      warmupSeconds: Math.min(600, (minutes * 60) / 4),
+      warmupSeconds,
       samples,
       end: state,
       driverErrors: driver.errors,
@@ -248,6 +274,7 @@ async function main(): Promise<number> {
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     };
     writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));
+    rmSync(join(outDir, 'results.partial.json'), { force: true });
     await writeReport(result);
     const unprovoked = Object.values(logErrors).flat().length;
     log(

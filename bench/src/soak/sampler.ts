@@ -103,7 +103,7 @@ export class Sampler {
 
   constructor(
     private readonly watched: Watched[],
-    private readonly db: pg.Client,
+    private readonly db: pg.Pool,
     private readonly redis: Redis,
     private readonly queuePrefix: string,
   ) {}
