@@ -78,11 +78,28 @@ const top = (folder, ...except) =>
 const ROOMS = {
   engine: {
     /** engine.ts, create-engine.ts, engine-options.ts, runner.ts, …: the engine's face and its wiring. */
-    face: { path: top('engine'), may: ['runs', 'step', 'auth', 'apps', 'observe'] },
+    face: { path: top('engine'), may: ['runs', 'step', 'stepEnv', 'auth', 'apps', 'observe'] },
     /** What callers do to runs: enqueue, resume, cancel, answer, follow, read. */
-    runs: { path: '^src/engine/runs/', may: ['step', 'auth', 'apps', 'observe'] },
-    /** How a step job executes: the scheduler and the leaf and workflow paths. */
-    step: { path: '^src/engine/step/', may: ['auth', 'apps', 'observe'] },
+    runs: { path: '^src/engine/runs/', may: ['step', 'stepEnv', 'auth', 'apps', 'observe'] },
+    /** How a step job executes: the dispatcher and the claim (engine/step/README.md). */
+    step: {
+      path: top('engine/step'),
+      may: ['stepLeaf', 'stepWorkflow', 'stepEnv', 'stepRuntime', 'auth', 'apps', 'observe'],
+    },
+    /** A leaf's step: run it, commit what it did. */
+    stepLeaf: {
+      path: '^src/engine/step/leaf/',
+      may: ['stepWorkflow', 'stepEnv', 'stepRuntime', 'auth', 'apps', 'observe'],
+    },
+    /** A workflow node's step: advance, join, a branch's end. */
+    stepWorkflow: {
+      path: '^src/engine/step/workflow/',
+      may: ['stepEnv', 'stepRuntime', 'auth', 'apps', 'observe'],
+    },
+    /** What a scheduler shares with its steps. */
+    stepEnv: { path: '^src/engine/step/env/', may: ['stepRuntime', 'auth', 'apps', 'observe'] },
+    /** The context a leaf runs in: lease, live refs, budget gate, rate-limit slots, replay. */
+    stepRuntime: { path: '^src/engine/step/runtime/', may: ['auth', 'apps', 'observe'] },
     /** The auth gate (OAuth2, the credential vault) and elicitation: what a paused step waits for. */
     auth: { path: '^src/engine/auth/', may: ['apps', 'observe'] },
     /** The apps an engine serves (registry, loading them from a path). */

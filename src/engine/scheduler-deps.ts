@@ -10,7 +10,7 @@ import type { Tool } from '../tools/tool.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { traceModel, traceTool } from './observe/call-trace.js';
 import { notify, observeModel, observeTool, type SpendEnd, type StepRun } from './observe/observer.js';
-import type { SchedulerDeps } from './step/step-env.js';
+import type { SchedulerDeps } from './step/env/step-env.js';
 
 /** What only the engine knows: this worker's identity and lease, and where partial events and ends go. */
 export interface EngineHooks {

@@ -6,7 +6,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { EngineNodeRuntime } from '../../src/engine/step/node-runtime.js';
+import { EngineNodeRuntime } from '../../src/engine/step/runtime/node-runtime.js';
 import { createEngine, FunctionTool } from '../../src/index.js';
 import { claimLeafTx, getNode, renewLease } from '../../src/store/repos/nodes.js';
 import { getInvocation } from '../../src/store/repos/invocations.js';

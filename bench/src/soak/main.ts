@@ -92,7 +92,8 @@ if (!Number.isFinite(minutes) || minutes <= 0) {
   process.exit(2);
 }
 /** Minutes at the start left out of the trends: --warmup, else a quarter of the soak up to 10 minutes. */
-const warmupSeconds = values.warmup === undefined ? Math.min(600, (minutes * 60) / 4) : Number(values.warmup) * 60;
+const warmupSeconds =
+  values.warmup === undefined ? Math.min(600, (minutes * 60) / 4) : Number(values.warmup) * 60;
 if (!Number.isFinite(warmupSeconds) || warmupSeconds < 0 || warmupSeconds >= minutes * 60) {
   console.error(`soak: --warmup must be minutes from 0 to under --minutes (${minutes}), e.g. --warmup 10`);
   process.exit(2);

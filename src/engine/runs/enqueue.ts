@@ -19,7 +19,7 @@ import { eventInsertOf } from '../../store/repos/step-rows.js';
 import type { Store } from '../../store/store.js';
 import type { RegisteredApp } from '../apps/registry.js';
 import { agentToContinue, type StartAt } from './start-agent.js';
-import { nodeKind, type JobHint } from '../step/step-env.js';
+import { nodeKind, type JobHint } from '../step/env/step-env.js';
 
 /** What an enqueue needs of its engine. */
 export interface EnqueueContext {

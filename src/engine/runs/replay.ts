@@ -2,7 +2,7 @@
  * engine.replay (CONTRACT.md): re-executes a recorded run against the current agent code with every model and
  * tool answer taken from the recording, and reports the first divergence. The replay is a run of its own — a fork
  * of the original at its root, in a new session, marked `replayOf` — whose leaf steps get their models and tools
- * from engine/step/replay-interposer.ts (no call leaves the process); the original is untouched, and the replay
+ * from engine/step/runtime/replay-interposer.ts (no call leaves the process); the original is untouched, and the replay
  * stays inspectable (`agentloom diff ORIGINAL REPLAY`). What is compared: each model call (it must exist in the
  * recording at that node path, with the same request digest: instruction and tool declarations), each tool call
  * (name and arguments), then the leaf nodes that ran (order and iteration counts show here) and the output.

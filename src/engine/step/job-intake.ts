@@ -15,11 +15,11 @@ import {
 import { claimLeafTx, type NodeRow } from '../../store/repos/nodes.js';
 import { claimForJob, claimForJobs, type ClaimRequest, type JobClaim } from '../../store/step/step-claims.js';
 import { isRetryableSqlError } from '../../store/db/tx.js';
-import type { ChainLink } from './continuation.js';
-import type { TrackedStep } from './local-steps.js';
+import type { ChainLink } from './leaf/continuation.js';
+import type { TrackedStep } from './env/local-steps.js';
 import type { RegisteredApp } from '../apps/registry.js';
-import { agentOf, parentInfo, stepLog, type JobHint, type Known, type StepEnv } from './step-env.js';
-import type { WorkflowJob } from './workflow-advance.js';
+import { agentOf, parentInfo, stepLog, type JobHint, type Known, type StepEnv } from './env/step-env.js';
+import type { WorkflowJob } from './workflow/workflow-advance.js';
 
 /** Where a job goes: a claimed leaf to run (and the chain after it), or a workflow node to advance. */
 export type Route =

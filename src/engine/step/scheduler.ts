@@ -6,13 +6,13 @@
  * to its commit; its statements are in src/store/step/.
  */
 import { AgentloomError } from '../../core/errors.js';
-import { jobId, type StepJob } from '../../queue/step-queue.js';
-import { branchEndBatcher } from './branch-end.js';
-import { runChain, runContinuation } from './continuation.js';
+import type { StepJob } from '../../queue/step-queue.js';
+import { branchEndBatcher } from './workflow/branch-end.js';
+import { runChain, runContinuation } from './leaf/continuation.js';
 import { JobIntake } from './job-intake.js';
-import { LocalSteps } from './local-steps.js';
-import type { SchedulerDeps, StepEnv } from './step-env.js';
-import { advanceWorkflow } from './workflow-advance.js';
+import { LocalSteps } from './env/local-steps.js';
+import type { SchedulerDeps, StepEnv } from './env/step-env.js';
+import { advanceWorkflow } from './workflow/workflow-advance.js';
 
 /** Runs step jobs. One per engine; stateless between jobs except for the steps it is running. */
 export class Scheduler {
@@ -27,12 +27,11 @@ export class Scheduler {
   /** Handles one job. Rejects only for failures the queue should redeliver (infrastructure, crashes). */
   async handle(job: StepJob): Promise<void> {
     const { local } = this.env;
-    // A wake-up for a node this process is running (a duplicate delivery, or the recovery wake-up of a step it
-    // continued into): the running step owns the node, and the job stays active until it ends (so the queue's
+    // A wake-up for a node this process is running (a duplicate delivery, or the reconciler's wake-up of a step
+    // it continued into): the running step owns the node, and the job stays active until it ends (so the queue's
     // stall detection covers it).
     const running = local.get(job.invocationId, job.path);
     if (running) return running.done;
-    if (local.committedHere.take(jobId(job))) return;
     const route = await this.intake.route(job);
     if (route?.kind === 'leaf') return runChain(this.env, route.inv, route.link);
     if (route?.kind === 'workflow') {

@@ -5,12 +5,12 @@
  * reservation (the largest call of that agent so far in the run, or an estimate for its first). A call that would
  * cross one pauses the node with a `budget` request, or fails it with BUDGET_EXCEEDED under `onExceeded: 'fail'`.
  */
-import { BudgetPaused, type EmitOptions } from '../../agents/context.js';
-import { AgentloomError } from '../../core/errors.js';
-import type { Event } from '../../core/event.js';
-import type { BaseAgent } from '../../agents/base-agent.js';
-import { newId } from '../../core/ids.js';
-import type { ModelRequest } from '../../models/model.js';
+import { BudgetPaused, type EmitOptions } from '../../../agents/context.js';
+import { AgentloomError } from '../../../core/errors.js';
+import type { Event } from '../../../core/event.js';
+import type { BaseAgent } from '../../../agents/base-agent.js';
+import { newId } from '../../../core/ids.js';
+import type { ModelRequest } from '../../../models/model.js';
 import {
   addSpend,
   budgetExceeded,
@@ -22,15 +22,15 @@ import {
   type Budget,
   type BudgetCrossing,
   type Spend,
-} from '../../models/budget/budget.js';
-import { spendOfUsage } from '../../models/budget/budget.js';
-import { priceFor, type ModelPrice, type PriceTable } from '../../models/budget/pricing.js';
-import type { Db } from '../../store/db/database.js';
-import { appendEventTx, type AppendEventInput } from '../../store/repos/events.js';
-import { reserveLlmCall } from '../../store/repos/invocations.js';
-import { budgetAndSpends, recordSpendTx, type AgentSpend } from '../../store/repos/spends.js';
-import type { Store } from '../../store/store.js';
-import type { RegisteredApp } from '../apps/registry.js';
+} from '../../../models/budget/budget.js';
+import { spendOfUsage } from '../../../models/budget/budget.js';
+import { priceFor, type ModelPrice, type PriceTable } from '../../../models/budget/pricing.js';
+import type { Db } from '../../../store/db/database.js';
+import { appendEventTx, type AppendEventInput } from '../../../store/repos/events.js';
+import { reserveLlmCall } from '../../../store/repos/invocations.js';
+import { budgetAndSpends, recordSpendTx, type AgentSpend } from '../../../store/repos/spends.js';
+import type { Store } from '../../../store/store.js';
+import type { RegisteredApp } from '../../apps/registry.js';
 
 type Json = Record<string, unknown>;
 

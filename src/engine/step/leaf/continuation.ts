@@ -1,14 +1,13 @@
 /**
  * The sequential shortcut: a claimed leaf runs, and each leaf its commit claimed for this worker runs right after
- * it (no queue hop, no claim statement), each with a recovery wake-up due a lease later; a continued step stopped
- * by a fault is redelivered through the queue. Uses leaf-run.ts.
+ * it (no queue hop, no claim statement, no queue write); a continued step stopped by a fault is redelivered
+ * through the queue, and one whose worker died is woken by the reconciler once its lease lapses. Uses leaf-run.ts.
  */
-import type { BaseAgent } from '../../agents/base-agent.js';
-import { jobId } from '../../queue/step-queue.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import type { NodeRow } from '../../store/repos/nodes.js';
+import type { BaseAgent } from '../../../agents/base-agent.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import type { NodeRow } from '../../../store/repos/nodes.js';
 import { release, runClaimed } from './leaf-run.js';
-import type { TrackedStep } from './local-steps.js';
+import type { TrackedStep } from '../env/local-steps.js';
 import {
   agentOf,
   stepLog,
@@ -16,7 +15,7 @@ import {
   type Known,
   type StepEnv,
   type StepResult,
-} from './step-env.js';
+} from '../env/step-env.js';
 
 /** Delay before a continued step stopped by a fault is offered again. */
 const REDELIVERY_DELAY_MS = 100;
@@ -54,10 +53,6 @@ export async function runChain(env: StepEnv, inv: InvocationRow, first: ChainLin
       return await redeliver(env, inv, current.node, err);
     } finally {
       current.step.finish();
-    }
-    if (result.committed && current.continued) {
-      const { path, wake } = current.node;
-      env.local.committedHere.add(jobId({ invocationId: inv.id, path, wake }));
     }
     if (!result.next) return;
     const next = await continueWith(env, inv, result.next);
@@ -97,30 +92,24 @@ async function redeliver(env: StepEnv, inv: InvocationRow, node: NodeRow, err: u
   }
 }
 
-/** Takes over a continuation: tracked, its recovery wake-up queued; released instead when shutting down. */
+/**
+ * Takes over a continuation: tracked; released instead when shutting down. No wake-up is queued for it, in any
+ * queue: its lease, written by the commit that claimed it, is its recovery. Should this process die, the reconciler
+ * (one query over the nodes, every `reconcileIntervalMs`) wakes the node once the lease has lapsed — the same
+ * bound a delayed wake-up due a lease later would give, give or take one reconciler interval, without a queue
+ * write, a delivery and a stale claim per step (issue 33: a recovery job per continued step was a third of the
+ * Redis commands of a sequential run).
+ */
 async function continueWith(
   env: StepEnv,
   inv: InvocationRow,
   next: Continuation,
 ): Promise<ChainLink | undefined> {
   const step = env.local.track(inv.id, next.node.path);
-  const recovery = { invocationId: inv.id, path: next.node.path, wake: next.node.wake };
   if (env.local.stopping) {
     step.finish();
     await release(env, inv, next.node, stepLog(env, inv, next.node.path, next.node.attempt));
     return undefined;
-  }
-  // Not awaited: it is due only a lease from now, so the step need not wait for the queue's round trip. A queue
-  // kept in PostgreSQL gets none: there a wake-up is itself a durable write per step, and the reconciler (a query
-  // over the same database) already wakes a leaf whose lease lapsed. Nor does the in-process queue: it dies with
-  // this process, so its wake-up could never recover this process's crash (the reconciler does, at restart or in
-  // another process over the same database).
-  if (env.deps.queue.kind === 'redis') {
-    env.deps.queue
-      .enqueue([{ ...recovery, definition: inv.definitionHash }], { delayMs: env.deps.leaseMs })
-      .catch((err: unknown) =>
-        env.deps.logger.warn({ err }, 'enqueue failed; the reconciler will recover this step if it is lost'),
-      );
   }
   return { node: next.node, agent: agentOf(env, inv, next.node), step, known: next };
 }

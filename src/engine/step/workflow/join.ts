@@ -3,13 +3,13 @@
  * its output is known (from the batch of branch ends that settled its last branch), it ends and its parent
  * advances in one or two guarded statements. Anything else answers undefined: the caller's transactional path.
  */
-import type { ChildView, WorkflowAgent, WorkflowDecision } from '../../agents/workflow/workflow.js';
-import type { PreparedEvent } from '../../store/repos/events.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import type { NodeJobRef, NodeRow } from '../../store/repos/nodes.js';
-import { advanceIfUnchanged } from '../../store/step/step-advance.js';
-import { endAndAdvanceParent, endAndWakeParent } from '../../store/step/workflow-end.js';
-import { isRetryableSqlError } from '../../store/db/tx.js';
+import type { ChildView, WorkflowAgent, WorkflowDecision } from '../../../agents/workflow/workflow.js';
+import type { PreparedEvent } from '../../../store/repos/events.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import type { NodeJobRef, NodeRow } from '../../../store/repos/nodes.js';
+import { advanceIfUnchanged } from '../../../store/step/step-advance.js';
+import { endAndAdvanceParent, endAndWakeParent } from '../../../store/step/workflow-end.js';
+import { isRetryableSqlError } from '../../../store/db/tx.js';
 import {
   advanceInput,
   afterAdvance,
@@ -17,7 +17,7 @@ import {
   decideUnread,
   prepareDecisionEvents,
 } from './advance-plan.js';
-import { workflowAgentOf, type ContinuationSlot, type JobHint, type StepEnv } from './step-env.js';
+import { workflowAgentOf, type ContinuationSlot, type JobHint, type StepEnv } from '../env/step-env.js';
 
 /** What ends at a join: the workflow node as its job saw it, its agent, and its known output. */
 export interface JoinInput {

@@ -2,7 +2,7 @@
  * The steps this process runs now: tracked from before their claim to their end, stopped through their abort
  * controllers (cancel, close, shutdown). Holds no database or queue: it only knows this process.
  */
-import { AgentloomError } from '../../core/errors.js';
+import { AgentloomError } from '../../../core/errors.js';
 
 /** Why this process stopped one of its steps early (the reason given to its AbortController). */
 export const SHUTDOWN = 'SHUTDOWN';
@@ -17,27 +17,11 @@ export interface LocalStep {
 /** A step tracked by {@link LocalSteps.track}: `finish` must be called when it ends. */
 export type TrackedStep = LocalStep & { finish: () => void };
 
-/** Job ids of continued steps that committed here, so their delayed recovery wake-ups cost no query. */
-class RecentIds {
-  private readonly ids = new Set<string>();
-  constructor(private readonly max: number) {}
-  add(id: string): void {
-    this.ids.add(id);
-    if (this.ids.size > this.max) this.ids.delete(this.ids.values().next().value as string);
-  }
-  /** True (once) when `id` was added. */
-  take(id: string): boolean {
-    return this.ids.delete(id);
-  }
-}
-
 const stepKey = (invocationId: string, path: string) => `${invocationId}|${path}`;
 
 /** The steps running in this process, by `invocationId|path`. */
 export class LocalSteps {
   private readonly running = new Map<string, LocalStep>();
-  /** Job ids of continued steps that committed here (see continuation.ts). */
-  readonly committedHere = new RecentIds(4096);
   /** Claims carried by job hints that a delivery already used (a redelivery claims again). */
   readonly usedClaims = new WeakSet<object>();
   private shuttingDown = false;

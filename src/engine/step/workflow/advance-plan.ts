@@ -8,12 +8,12 @@ import {
   type ChildStart,
   type ChildView,
   type WorkflowDecision,
-} from '../../agents/workflow/workflow.js';
-import { prepareEvent, type PreparedEvent } from '../../store/repos/events.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import type { NodeJobRef } from '../../store/repos/nodes.js';
-import type { AdvanceInput, AdvanceResult, ChildInsert } from '../../store/step/step-advance.js';
-import { eventInsertOf } from '../../store/repos/step-rows.js';
+} from '../../../agents/workflow/workflow.js';
+import { prepareEvent, type PreparedEvent } from '../../../store/repos/events.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import type { NodeJobRef } from '../../../store/repos/nodes.js';
+import type { AdvanceInput, AdvanceResult, ChildInsert } from '../../../store/step/step-advance.js';
+import { eventInsertOf } from '../../../store/repos/step-rows.js';
 import {
   nodeKind,
   parentInfo,
@@ -23,7 +23,7 @@ import {
   type Json,
   type ParentInfo,
   type StepEnv,
-} from './step-env.js';
+} from '../env/step-env.js';
 
 /**
  * The decision of workflow `agent` at `node`'s checkpoint when it needs no child it would have to read: only

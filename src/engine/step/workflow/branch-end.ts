@@ -3,17 +3,17 @@
  * statement (the parent's row lock taken once for them all), and the branch that settles the last one makes the
  * join runnable with what the batch read (the parallel, its parent, its output). Calls only store/.
  */
-import { Batcher } from '../../core/batcher.js';
-import { textOf, type Content } from '../../core/content.js';
-import { isFinalResponse, type Event } from '../../core/event.js';
-import type { PreparedEvent } from '../../store/repos/events.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import type { NodeJobRef, NodeRow } from '../../store/repos/nodes.js';
-import { completeBranches, type ParentBranchEnd } from '../../store/step/branch-ends.js';
-import { eventInsertOf, type EventInsert } from '../../store/repos/step-rows.js';
-import type { Store } from '../../store/store.js';
-import { isRetryableSqlError } from '../../store/db/tx.js';
-import type { BranchOutcome, JobHint, ParentInfo, StepEnv } from './step-env.js';
+import { Batcher } from '../../../core/batcher.js';
+import { textOf, type Content } from '../../../core/content.js';
+import { isFinalResponse, type Event } from '../../../core/event.js';
+import type { PreparedEvent } from '../../../store/repos/events.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import type { NodeJobRef, NodeRow } from '../../../store/repos/nodes.js';
+import { completeBranches, type ParentBranchEnd } from '../../../store/step/branch-ends.js';
+import { eventInsertOf, type EventInsert } from '../../../store/repos/step-rows.js';
+import type { Store } from '../../../store/store.js';
+import { isRetryableSqlError } from '../../../store/db/tx.js';
+import type { BranchOutcome, JobHint, ParentInfo, StepEnv } from '../env/step-env.js';
 
 /** The batcher of branch ends of one engine: requests keyed by `invocationId|parentPath`. */
 export function branchEndBatcher(store: Store): Batcher<string, ParentBranchEnd, BranchOutcome> {

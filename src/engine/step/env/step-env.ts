@@ -4,20 +4,20 @@
  * statement that claimed it, and the small helpers for logging and wake-ups. Imports nothing of the machinery.
  */
 import type { Logger } from 'pino';
-import type { BaseAgent } from '../../agents/base-agent.js';
-import { WorkflowAgent } from '../../agents/workflow/workflow.js';
-import type { Batcher } from '../../core/batcher.js';
-import { AgentloomError } from '../../core/errors.js';
-import type { StepQueue } from '../../queue/step-queue.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import type { NodeJobRef, NodeRow } from '../../store/repos/nodes.js';
-import type { CompleteBranch, ParentBranchEnd } from '../../store/step/branch-ends.js';
-import type { Store } from '../../store/store.js';
+import type { BaseAgent } from '../../../agents/base-agent.js';
+import { WorkflowAgent } from '../../../agents/workflow/workflow.js';
+import type { Batcher } from '../../../core/batcher.js';
+import { AgentloomError } from '../../../core/errors.js';
+import type { StepQueue } from '../../../queue/step-queue.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import type { NodeJobRef, NodeRow } from '../../../store/repos/nodes.js';
+import type { CompleteBranch, ParentBranchEnd } from '../../../store/step/branch-ends.js';
+import type { Store } from '../../../store/store.js';
 import type { LocalSteps } from './local-steps.js';
-import type { NodeRuntimeDeps } from './node-runtime.js';
-import type { StepRun } from '../observe/observer.js';
-import type { RunTracing } from '../observe/run-trace.js';
-import type { RegisteredApp } from '../apps/registry.js';
+import type { NodeRuntimeDeps } from '../runtime/node-runtime.js';
+import type { StepRun } from '../../observe/observer.js';
+import type { RunTracing } from '../../observe/run-trace.js';
+import type { RegisteredApp } from '../../apps/registry.js';
 
 /** Dependencies of the scheduler. */
 export interface SchedulerDeps extends NodeRuntimeDeps {
@@ -86,9 +86,8 @@ export interface ContinuationSlot {
   taken?: Continuation;
 }
 
-/** How a claimed step ended: whether its outcome committed, and the leaf it continued into. */
+/** How a claimed step ended: the leaf its commit continued into, if any. */
 export interface StepResult {
-  committed: boolean;
   next?: Continuation;
 }
 

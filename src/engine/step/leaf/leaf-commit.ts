@@ -3,13 +3,13 @@
  * statement in the steady state, else in one transaction), paused (its tool requests), or waiting on children it
  * started. Where a leaf's result is committed. Uses workflow-advance.ts (settleTx), branch-end.ts, advance-plan.ts.
  */
-import { NodeSuspended, type LeafOutcome } from '../../agents/context.js';
-import { ParallelAgent } from '../../agents/workflow/parallel-agent.js';
-import { SETTLED, type ChildView, type NodeStatus } from '../../agents/workflow/workflow.js';
-import { AgentloomError, hasErrorCode } from '../../core/errors.js';
-import type { Db } from '../../store/db/database.js';
-import { appendPlainPrepared, lastFinalText, type PreparedEvent } from '../../store/repos/events.js';
-import { setInvocationStatusTx, type InvocationRow } from '../../store/repos/invocations.js';
+import { NodeSuspended, type LeafOutcome } from '../../../agents/context.js';
+import { ParallelAgent } from '../../../agents/workflow/parallel-agent.js';
+import { SETTLED, type ChildView, type NodeStatus } from '../../../agents/workflow/workflow.js';
+import { AgentloomError, hasErrorCode } from '../../../core/errors.js';
+import type { Db } from '../../../store/db/database.js';
+import { appendPlainPrepared, lastFinalText, type PreparedEvent } from '../../../store/repos/events.js';
+import { setInvocationStatusTx, type InvocationRow } from '../../../store/repos/invocations.js';
 import {
   childNodes,
   getNode,
@@ -19,26 +19,30 @@ import {
   wakeNodeTx,
   type NodeJobRef,
   type NodeRow,
-} from '../../store/repos/nodes.js';
-import { completeAndAdvance, settleLeafLockParentTx } from '../../store/step/leaf-completion.js';
-import { cancelToolRequestsTx, insertToolRequestsTx, anyAnswered } from '../../store/repos/tool-requests.js';
-import { isRetryableSqlError } from '../../store/db/tx.js';
+} from '../../../store/repos/nodes.js';
+import { completeAndAdvance, settleLeafLockParentTx } from '../../../store/step/leaf-completion.js';
+import {
+  cancelToolRequestsTx,
+  insertToolRequestsTx,
+  anyAnswered,
+} from '../../../store/repos/tool-requests.js';
+import { isRetryableSqlError } from '../../../store/db/tx.js';
 import {
   advanceInput,
   afterAdvance,
   changesState,
   decideUnread,
   prepareDecisionEvents,
-} from './advance-plan.js';
-import { completeParallelBranch, finalTextOf, type LeafFields } from './branch-end.js';
+} from '../workflow/advance-plan.js';
+import { completeParallelBranch, finalTextOf, type LeafFields } from '../workflow/branch-end.js';
 import {
   nodeKind,
   workflowAgentOf,
   type ContinuationSlot,
   type ParentInfo,
   type StepEnv,
-} from './step-env.js';
-import { settleTx } from './workflow-advance.js';
+} from '../env/step-env.js';
+import { settleTx } from '../workflow/workflow-advance.js';
 
 /** A leaf attempt's outcome, ready to commit. */
 export interface LeafCommit {

@@ -3,9 +3,9 @@
  * RateLimitWait that gives the step back), learning a provider's 429, settling on the usage, and releasing what a
  * stopped step left open. Used by node-runtime.ts; the limiter itself is src/queue/model-rate-limiter.ts.
  */
-import { RateLimitWait, type ModelCallSlot } from '../../agents/context.js';
-import type { Model, ModelRequest, ModelResponse } from '../../models/model.js';
-import type { ModelRateLimiter, RateLimitSlot } from '../../queue/model-rate-limiter.js';
+import { RateLimitWait, type ModelCallSlot } from '../../../agents/context.js';
+import type { Model, ModelRequest, ModelResponse } from '../../../models/model.js';
+import type { ModelRateLimiter, RateLimitSlot } from '../../../queue/model-rate-limiter.js';
 
 /** The rate-limit slots of one step attempt. */
 export class ModelSlots {

@@ -6,15 +6,15 @@
  * instruction, other tools or tool parameters), a tool call with another name or other arguments. The first
  * mismatch fails the node with REPLAY_DIVERGED, naming the node and both sides.
  */
-import { functionCallsOf } from '../../core/content.js';
-import { AgentloomError } from '../../core/errors.js';
-import type { Event } from '../../core/event.js';
-import { Journal } from '../../agents/llm/journal.js';
-import { requestDigest } from '../../agents/llm/request-digest.js';
-import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../../models/model.js';
-import { wrapTool, type Tool, type ToolContext } from '../../tools/tool.js';
-import type { Db } from '../../store/db/database.js';
-import { listEvents } from '../../store/repos/events.js';
+import { functionCallsOf } from '../../../core/content.js';
+import { AgentloomError } from '../../../core/errors.js';
+import type { Event } from '../../../core/event.js';
+import { Journal } from '../../../agents/llm/journal.js';
+import { requestDigest } from '../../../agents/llm/request-digest.js';
+import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../../../models/model.js';
+import { wrapTool, type Tool, type ToolContext } from '../../../tools/tool.js';
+import type { Db } from '../../../store/db/database.js';
+import { listEvents } from '../../../store/repos/events.js';
 
 /** The recording of one node: the original run's events at its path. */
 export interface ReplayRecording {

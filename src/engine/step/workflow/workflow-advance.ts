@@ -9,14 +9,14 @@ import {
   type ChildView,
   type NodeStatus,
   type WorkflowDecision,
-} from '../../agents/workflow/workflow.js';
-import type { StoredError } from '../../core/errors.js';
-import type { Db } from '../../store/db/database.js';
-import { appendEventTx, lastFinalText } from '../../store/repos/events.js';
-import { setInvocationStatusTx, type InvocationRow } from '../../store/repos/invocations.js';
-import { getNode, nodesAt, wakeNodeTx, type NodeJobRef, type NodeRow } from '../../store/repos/nodes.js';
-import { advanceIfUnchanged, advanceNodeTx } from '../../store/step/step-advance.js';
-import { isRetryableSqlError } from '../../store/db/tx.js';
+} from '../../../agents/workflow/workflow.js';
+import type { StoredError } from '../../../core/errors.js';
+import type { Db } from '../../../store/db/database.js';
+import { appendEventTx, lastFinalText } from '../../../store/repos/events.js';
+import { setInvocationStatusTx, type InvocationRow } from '../../../store/repos/invocations.js';
+import { getNode, nodesAt, wakeNodeTx, type NodeJobRef, type NodeRow } from '../../../store/repos/nodes.js';
+import { advanceIfUnchanged, advanceNodeTx } from '../../../store/step/step-advance.js';
+import { isRetryableSqlError } from '../../../store/db/tx.js';
 import {
   advanceInput,
   afterAdvance,
@@ -25,7 +25,13 @@ import {
   prepareDecisionEvents,
 } from './advance-plan.js';
 import { endInOneStatement } from './join.js';
-import { wake, workflowAgentOf, type Continuation, type ContinuationSlot, type StepEnv } from './step-env.js';
+import {
+  wake,
+  workflowAgentOf,
+  type Continuation,
+  type ContinuationSlot,
+  type StepEnv,
+} from '../env/step-env.js';
 
 /** A workflow job: the node, and what the job's hint or claim statement already read of it. */
 export interface WorkflowJob {

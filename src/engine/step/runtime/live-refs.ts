@@ -3,10 +3,10 @@
  * instead): an instance the agent holds, observed; a name, looked up among those registered (a provider id such as
  * `openai/gpt-4.1` builds its model). An unknown name is a CONFIG error saying where to register it.
  */
-import { AgentloomError } from '../../core/errors.js';
-import type { Model } from '../../models/model.js';
-import { exitLoop } from '../../tools/exit-loop.js';
-import type { Tool } from '../../tools/tool.js';
+import { AgentloomError } from '../../../core/errors.js';
+import type { Model } from '../../../models/model.js';
+import { exitLoop } from '../../../tools/exit-loop.js';
+import type { Tool } from '../../../tools/tool.js';
 
 /** What resolving needs of the step's dependencies. */
 export interface LiveRefs {

@@ -4,22 +4,22 @@
  * (leaf-commit.ts) and the wake-ups. Where a claimed step runs. Uses leaf-commit.ts and node-runtime.ts.
  */
 import type { Logger } from 'pino';
-import type { BaseAgent } from '../../agents/base-agent.js';
-import { NodeSuspended, RateLimitWait, type LeafOutcome } from '../../agents/context.js';
-import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../core/errors.js';
-import { listEvents } from '../../store/repos/events.js';
-import type { InvocationRow } from '../../store/repos/invocations.js';
-import { parkLease, releaseLease, renewLease, type NodeRow } from '../../store/repos/nodes.js';
-import { readInvocationState } from '../../store/repos/sessions.js';
-import { cancelledCallIds, withdrawToolRequestsTx } from '../../store/repos/tool-requests.js';
-import { openElicitations } from '../../agents/llm/journal.js';
+import type { BaseAgent } from '../../../agents/base-agent.js';
+import { NodeSuspended, RateLimitWait, type LeafOutcome } from '../../../agents/context.js';
+import { AgentloomError, hasErrorCode, isInfrastructureError, toStoredError } from '../../../core/errors.js';
+import { listEvents } from '../../../store/repos/events.js';
+import type { InvocationRow } from '../../../store/repos/invocations.js';
+import { parkLease, releaseLease, renewLease, type NodeRow } from '../../../store/repos/nodes.js';
+import { readInvocationState } from '../../../store/repos/sessions.js';
+import { cancelledCallIds, withdrawToolRequestsTx } from '../../../store/repos/tool-requests.js';
+import { openElicitations } from '../../../agents/llm/journal.js';
 import { commitLeaf } from './leaf-commit.js';
-import { SHUTDOWN } from './local-steps.js';
-import { LeaseGuard } from './lease-guard.js';
-import { replayInterposerFor } from './replay-interposer.js';
-import { EngineNodeRuntime } from './node-runtime.js';
-import type { StepRun } from '../observe/observer.js';
-import { RunTracing, type StepTrace } from '../observe/run-trace.js';
+import { SHUTDOWN } from '../env/local-steps.js';
+import { LeaseGuard } from '../runtime/lease-guard.js';
+import { replayInterposerFor } from '../runtime/replay-interposer.js';
+import { EngineNodeRuntime } from '../runtime/node-runtime.js';
+import type { StepRun } from '../../observe/observer.js';
+import { RunTracing, type StepTrace } from '../../observe/run-trace.js';
 import {
   stepLog,
   wake,
@@ -27,7 +27,7 @@ import {
   type Known,
   type StepEnv,
   type StepResult,
-} from './step-env.js';
+} from '../env/step-env.js';
 
 /** A leaf this worker claimed, to run now. */
 export interface ClaimedLeaf {
@@ -103,16 +103,16 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
         await runtime.slots.release();
         await parkForRateLimit(env, inv, claimed, err, log);
         report('rate_limited');
-        return { committed: false };
+        return {};
       } else if (err instanceof NodeSuspended) outcome = err;
       else if (controller.signal.aborted && reason === SHUTDOWN) {
         await release(env, inv, claimed, log);
         report('released');
-        return { committed: false };
+        return {};
       } else if (isQuietStop(err, controller)) {
         logStop(log, err, reason);
         report(isSuperseded(err, reason) ? 'superseded' : 'stopped');
-        return { committed: false };
+        return {};
       } else if (isInfrastructureError(err)) throw err;
       else outcome = { status: 'failed', error: toStoredError(err) };
     }
@@ -133,7 +133,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     if (!jobs) {
       log.info({ status }, 'step commit refused: superseded');
       report('superseded');
-      return { committed: false };
+      return {};
     }
     report(status as StepRun['outcome'], outcome);
     // Committed: the invocation's other steps, in any process, are told to stop now (their writes are fenced anyway).
@@ -142,7 +142,7 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     }
     await wake(env, jobs, inv);
     log.debug({ status }, 'step committed');
-    return { committed: true, ...(slot.taken ? { next: slot.taken } : {}) };
+    return slot.taken ? { next: slot.taken } : {};
   } finally {
     runtime?.discardDeferred();
     void runtime?.slots.release();

@@ -2,7 +2,7 @@
  * The lease of one claimed attempt as its process sees it, and the rule that a zombie never sends (ARCHITECTURE
  * "Zombie worker"): the clock check is the last thing before a model or tool request leaves the process.
  */
-import { AgentloomError } from '../../core/errors.js';
+import { AgentloomError } from '../../../core/errors.js';
 
 /**
  * The lease of one claimed attempt as this process sees it: when it was last renewed (by this process's clock),

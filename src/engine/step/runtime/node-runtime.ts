@@ -7,35 +7,35 @@ import {
   type EmitOptions,
   type NodeRuntime,
   type SuspendChild,
-} from '../../agents/context.js';
-import { SETTLED, type NodeStatus } from '../../agents/workflow/workflow.js';
-import { AgentloomError, type StoredError } from '../../core/errors.js';
-import type { Content } from '../../core/content.js';
-import type { Event, NewEvent } from '../../core/event.js';
-import { newId } from '../../core/ids.js';
+} from '../../../agents/context.js';
+import { SETTLED, type NodeStatus } from '../../../agents/workflow/workflow.js';
+import { AgentloomError, type StoredError } from '../../../core/errors.js';
+import type { Content } from '../../../core/content.js';
+import type { Event, NewEvent } from '../../../core/event.js';
+import { newId } from '../../../core/ids.js';
 import type { ReplayInterposer } from './replay-interposer.js';
-import type { Model, ModelRequest } from '../../models/model.js';
+import type { Model, ModelRequest } from '../../../models/model.js';
 import { appendModelEvent, checkModelCall, modelCallSpend, type SpendDeps } from './budget-gate.js';
-import type { ModelRateLimiter } from '../../queue/model-rate-limiter.js';
+import type { ModelRateLimiter } from '../../../queue/model-rate-limiter.js';
 import { ModelSlots } from './model-slots.js';
-import type { Db } from '../../store/db/database.js';
-import type { Store } from '../../store/store.js';
+import type { Db } from '../../../store/db/database.js';
+import type { Store } from '../../../store/store.js';
 import {
   appendEvent,
   appendPlainPrepared,
   prepareEvent,
   type AppendEventInput,
   type PreparedEvent,
-} from '../../store/repos/events.js';
-import { getNode, type NodeRow } from '../../store/repos/nodes.js';
-import { loadArtifact, saveArtifactTx } from '../../store/repos/tool-requests.js';
-import { askDuringCall, withdrawnAnswer, type ElicitingCall } from '../auth/elicitation.js';
-import { runCredentials, type CredentialVault } from '../auth/credential-vault.js';
-import { applyToState } from '../../store/repos/state.js';
+} from '../../../store/repos/events.js';
+import { getNode, type NodeRow } from '../../../store/repos/nodes.js';
+import { loadArtifact, saveArtifactTx } from '../../../store/repos/tool-requests.js';
+import { askDuringCall, withdrawnAnswer, type ElicitingCall } from '../../auth/elicitation.js';
+import { runCredentials, type CredentialVault } from '../../auth/credential-vault.js';
+import { applyToState } from '../../../store/repos/state.js';
 import { liveModel, liveTool, type LiveRefs } from './live-refs.js';
 import type { Logger } from 'pino';
-import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../../tools/tool.js';
-import type { Toolset } from '../../tools/toolset.js';
+import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../../../tools/tool.js';
+import type { Toolset } from '../../../tools/toolset.js';
 import { stopped, type LeaseGuard } from './lease-guard.js';
 
 /** What the runtime needs from the engine (SpendDeps: the apps, prices, spends' reports). */
@@ -60,7 +60,7 @@ export interface InvocationInfo {
   userId: string;
   /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
   fork?: Record<string, unknown> | null;
-  /** The run's budget as stored when the step was claimed (null: none; see engine/step/budget-gate.ts). */
+  /** The run's budget as stored when the step was claimed (null: none; see engine/step/runtime/budget-gate.ts). */
   budget?: Record<string, unknown> | null;
 }
 
