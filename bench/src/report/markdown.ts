@@ -12,6 +12,7 @@ import { best, counts, figure, labelOf, marginal, suite, type BenchReport, type 
 import { PG_MODES } from './targets.js';
 import { ratioOf, relativeSpread, rangeOf } from './spread.js';
 import { goalsTable, roundTripsSection, verdictCell } from './sections33.js';
+import { why33 } from './why33.js';
 import { scalingSection } from './scaling.js';
 
 const AGENTLOOM = [
@@ -415,6 +416,8 @@ For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for
 ### Issue 33: the distributed modes
 
 ${goalsTable(report)}
+
+${why33(report)}
 
 ## Ratios
 

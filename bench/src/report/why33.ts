@@ -1,0 +1,171 @@
+/**
+ * Why a goal of issue 33 is not met, in words computed from the run (no figure is typed in): for each goal row
+ * the goals table marks not met or inconclusive, what bounds it on this machine (the CPU a step costs against the
+ * cores there are, what the design floor itself took) and what the counters say the distributed mode adds over
+ * the in-process one, with the lever that would remove it.
+ */
+import type { RoundTrips } from '../agentloom/breakdown.js';
+import { scalingRows } from './scaling.js';
+import { counts, figure, marginal, suite, type BenchReport, type Target } from './shape.js';
+
+const n = (value: number | undefined, digits = 2): string =>
+  value === undefined || !Number.isFinite(value) ? '—' : value.toFixed(digits);
+
+const LOCAL = 'agentloom-pg-local';
+const REDIS1 = 'agentloom-pg-redis-1';
+const PGQ = 'agentloom-pg-pgqueue-1';
+
+function missed(report: BenchReport, name: string): Target[] {
+  return (report.targets ?? []).filter((t) => t.issue === 33 && t.name === name && t.verdict !== 'met');
+}
+
+/** The CPU ceiling of W2 on this machine: every core busy at today's CPU per step (the scaling suite's 1-worker point). */
+function cpuCeiling(
+  report: BenchReport,
+):
+  | { cores: number; msPerStep: number; ceiling: number; busy: number; stepsPerSecond: number; pg: number }
+  | undefined {
+  const one = scalingRows(report).find((r) => r.workers === 1);
+  const p = one?.point;
+  if (!one || !p) return undefined;
+  const c = p.cpuMsPerStep;
+  const msPerStep = c.workers + c.postgres + c.bench + c.redis;
+  return {
+    cores: p.cores,
+    msPerStep,
+    ceiling: (p.cores * 1000) / msPerStep,
+    busy: p.machineBusy,
+    stepsPerSecond: one.figure.median,
+    pg: c.postgres,
+  };
+}
+
+function w2Reasons(report: BenchReport): string[] {
+  const out: string[] = [];
+  const cpu = cpuCeiling(report);
+  const dbos = figure(report, 'dbos', 'w2')?.median;
+  const redis1 = figure(report, REDIS1, 'w2')?.median;
+  if (cpu && dbos && missed(report, 'W2 throughput').some((t) => t.mode === REDIS1)) {
+    const needed = 3 * dbos;
+    out.push(
+      `**W2, Redis, ≥ 3× DBOS** (${n(redis1, 0)} steps/s against the ${n(needed, 0)} it asks): on this machine a W2 ` +
+        `step costs ${n(cpu.msPerStep)} ms of CPU in all (scaling suite, 1 worker process: the worker, PostgreSQL's ` +
+        `backends ${n(cpu.pg)} ms, the bench process's enqueue and wait, Redis), so ${cpu.cores} fully busy cores ` +
+        `would run at most ${n(cpu.ceiling, 0)} steps/s` +
+        (cpu.ceiling < needed
+          ? ` — below the goal: ${n(needed, 0)} steps/s needs ≤ ${n((cpu.cores * 1000) / needed)} ms of CPU per step in ` +
+            `all, of which PostgreSQL's backends alone take ${n(cpu.pg)} today. Cannot be met on ${cpu.cores} ` +
+            `cores at today's CPU per step; what would move it: less worker CPU per step (the worker profile above: GC, ` +
+            `socket writes, the logger's redaction, the pg driver) and fewer statements per invocation (below).`
+          : ` — above the goal: the rest is round trips, not CPU (machine ${n(cpu.busy * 100, 0)}% busy).`),
+    );
+  }
+  if (cpu && missed(report, 'W2 throughput').some((t) => t.mode === 'agentloom-pg-redis-2')) {
+    const bound = cpu.ceiling / cpu.stepsPerSecond;
+    out.push(
+      `**W2, 2 worker processes ≥ 1.6× one**: with one worker process the machine was already ` +
+        `${n(cpu.busy * 100, 0)}% busy, and the CPU ceiling above is ${n(bound)}× the 1-worker figure` +
+        (bound < 1.6
+          ? `: a second process on the same ${cpu.cores} cores can add at most that, so 1.6× cannot be met on this ` +
+            `machine (it needs cores the second process does not share with the first and with PostgreSQL).`
+          : `: the cores would allow it; the second process waits on the same PostgreSQL commits.`),
+    );
+  }
+  const pgq = counts(report, PGQ, 'w2');
+  const r1 = counts(report, REDIS1, 'w2');
+  const pgqW2 = figure(report, PGQ, 'w2')?.median;
+  if (pgq && r1 && missed(report, 'W2 throughput').some((t) => t.mode === PGQ)) {
+    out.push(
+      `**W2, PostgreSQL queue ≥ 1.5× DBOS** (${n(pgqW2, 0)} steps/s, the Redis mode ${n(redis1, 0)} on the same ` +
+        `engine): BullMQ's PostgreSQL backend adds ${n(pgq.statements - r1.statements)} statements, ` +
+        `${n(pgq.writeTransactions - r1.writeTransactions)} write transactions and ` +
+        `${n((pgq.walBytes - r1.walBytes) / 1024, 1)} KiB of WAL per step (its job rows, written durably, and its ` +
+        `polling), on the database that also holds the steps: the queue, not the engine, halves the throughput. ` +
+        `Lever: let the step's own commit be the queue write (a runnable node row is the job) instead of a second ` +
+        `durable queue beside it.`,
+    );
+  }
+  return out;
+}
+
+function w1Reasons(report: BenchReport): string[] {
+  const rows = [...missed(report, 'W1 vs the design floor'), ...missed(report, 'W1 vs DBOS')];
+  if (rows.length === 0) return [];
+  const local = figure(report, LOCAL, 'w1')?.median;
+  const redis = figure(report, REDIS1, 'w1')?.median;
+  const pgq = figure(report, PGQ, 'w1')?.median;
+  const floor = figure(report, 'floor-bullmq-upsert', 'w1');
+  const rt = suite(report, REDIS1)?.extra?.roundTrips as RoundTrips | undefined;
+  const steps = rt?.w1.steps ?? 20;
+  const perRun = (x: number | undefined): string =>
+    x === undefined || local === undefined ? '—' : n((x - local) * steps, 1);
+  return [
+    `**W1** (the design floor ${n(floor?.median)} ms per step, range ${n(floor?.min)}–${n(floor?.max)}: its own ` +
+      `spread is most of every W1 ratio's range): a sequential run's leaves continue on the worker that committed ` +
+      `the one before, with no queue write, so a distributed leaf step costs what an in-process one does ` +
+      `(marginal: ${n(marginal(report, REDIS1)?.statements, 1)} statement and ` +
+      `${n(marginal(report, REDIS1)?.writeTransactions)} write transaction). The difference is per run: ` +
+      `the Redis mode takes ${n(redis)} ms per step against ${n(local)} in-process, ≈ ${perRun(redis)} ms per ` +
+      `${steps}-step run (PostgreSQL queue: ${perRun(pgq)} ms) — the job's trip through the queue to another ` +
+      `process and back (${n(rt ? (rt.w1.redisTotal ?? 0) : undefined, 2)} Redis commands per step, ` +
+      `${n(rt ? (rt.w1.redisTotal ?? 0) * steps : undefined, 0)} per run: add, the worker's blocking pop and ` +
+      `fetch, finish), the claim of the root's first step by statement (in-process, the enqueue hands the claim to ` +
+      `the worker), and \`wait\` learning of the end from another process. Lever: carry the root's first advance ` +
+      `in the enqueue (so the first job finds its leaf claimed) and answer \`wait\` from the end's notification ` +
+      `without a read.`,
+  ];
+}
+
+function w3Reasons(report: BenchReport): string[] {
+  const rows = missed(report, 'W3 fan-out wall time');
+  if (rows.length === 0) return [];
+  const local = figure(report, LOCAL, 'w3')?.median;
+  const floor = figure(report, 'floor-bullmq-upsert', 'w3');
+  const raw = figure(report, 'floor-bullmq', 'w3');
+  const redis = counts(report, REDIS1, 'w3');
+  const localCounts = counts(report, LOCAL, 'w3');
+  return [
+    `**W3** (50 branches of a 200 ms sleep): the design floor itself took ${n(floor?.median, 0)} ms ` +
+      `(${n(floor?.min, 0)}–${n(floor?.max, 0)}) and a raw BullMQ fan-out without a database ${n(raw?.median, 0)}, ` +
+      `so ≤ 220 ms asks a distributed mode to be as fast as BullMQ plus one upsert per step. The in-process mode ` +
+      `takes ${n(local, 0)} ms because its root's advance claims the 50 branches for its own process as it inserts ` +
+      `them (${n(localCounts?.statements, 2)} statements per leaf); in a distributed mode the branches are 50 jobs ` +
+      `that each worker fetches one by one and claims by statement (${n(redis?.statements, 2)} statements per leaf ` +
+      `with Redis), and that trip is what the ${rows.map((t) => t.actual.split(';')[0]).join(' / ')} add. Lever: ` +
+      `let the worker that inserts a fan-out claim as many branches as it has free slots and queue only the rest, ` +
+      `so a fan-out spreads over workers only when one worker cannot start it all.`,
+  ];
+}
+
+function statementReasons(report: BenchReport): string[] {
+  if (missed(report, 'statements per step (W2, all-in)').length === 0) return [];
+  const rt = suite(report, REDIS1)?.extra?.roundTrips as RoundTrips | undefined;
+  const c = counts(report, REDIS1, 'w2');
+  const m = marginal(report, REDIS1);
+  const marginalStatements = m?.statements;
+  if (!c || marginalStatements === undefined) return [];
+  const perInvocation = (c.statements - marginalStatements) * 5;
+  return [
+    `**Statements per step, all-in** (${n(c.statements)} with Redis; a marginal leaf step ${n(marginalStatements)}): W2's ` +
+      `invocations have 5 leaves, so what each invocation costs once weighs a fifth per step: ≈ ${n(perInvocation, 1)} ` +
+      `statements per invocation — its enqueue, the root's first advance and \`wait\`'s reads of the invocation` +
+      (rt
+        ? ` (${n((rt.w2.statementsTotal - marginalStatements) * 5, 1)} counted in the round-trip run)`
+        : '') +
+      `. With 1 statement per leaf, ≤ 1.5 all-in leaves 2.5 per 5-leaf invocation for the enqueue, the root and ` +
+      `\`wait\`: the levers of W1 above (the root's first advance in the enqueue, \`wait\` answered by the end's ` +
+      `notification) bring it to ≈ 1.2.`,
+  ];
+}
+
+/** The reasons, as bullet points ('' when every goal is met). */
+export function why33(report: BenchReport): string {
+  const lines = [
+    ...w1Reasons(report),
+    ...w2Reasons(report),
+    ...w3Reasons(report),
+    ...statementReasons(report),
+  ];
+  if (lines.length === 0) return '';
+  return `Why the goals not met are not met, computed from this run:\n\n${lines.map((l) => `- ${l}`).join('\n')}\n`;
+}
