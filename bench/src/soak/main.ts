@@ -1,6 +1,6 @@
 /**
  * `npm run soak -- --minutes N [--retention 2m] [--warmup MIN] [--out DIR] [--no-charts] [--render] [--env K=V]...
- * [--heap-snapshots M,M]`:
+ * [--heap-snapshots M,M] [--node-flag=F]...`:
  * hours of steady load on the
  * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
  * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
@@ -60,6 +60,7 @@ const { values } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     'heap-snapshots': { type: 'string' },
     warmup: { type: 'string' },
+    'node-flag': { type: 'string', multiple: true, default: [] },
   },
 });
 /**
@@ -76,6 +77,11 @@ for (const pair of values.env ?? []) {
   if (eq === pair.length - 1) delete extraEnv[pair.slice(0, eq)];
   else extraEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
 }
+/**
+ * Flags for node itself in the api and the workers (`--node-flag=--min-semi-space-size=16`, repeatable): V8's heap
+ * sizing flags are not allowed in NODE_OPTIONS, so they go on the command line, before bin/agentloom.js.
+ */
+const nodeFlags = values['node-flag'] ?? [];
 /** Minutes of the load at which to write heap snapshots. */
 const snapshotMinutes = (values['heap-snapshots'] ?? '')
   .split(',')
@@ -120,7 +126,7 @@ async function startApi(
   const fd = openSync(logPath, 'a');
   const child = spawn(
     process.execPath,
-    [join(REPO, 'bin/agentloom.js'), 'api', '--port', String(port), '--apps', APPS],
+    [...nodeFlags, join(REPO, 'bin/agentloom.js'), 'api', '--port', String(port), '--apps', APPS],
     { cwd: REPO, env, stdio: ['ignore', fd, fd] },
   );
   closeSync(fd);
@@ -272,6 +278,7 @@ async function main(): Promise<number> {
       driverErrors: driver.errors,
       logErrors,
       env: extraEnv,
+      nodeFlags,
       machine: `${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
     };
     writeFileSync(join(outDir, 'results.json'), JSON.stringify(result, null, 1));
@@ -333,6 +340,7 @@ function workerOptions(databaseUrl: string, redisUrl: string, logDir: string, me
     logDir,
     apps: APPS,
     args: ['--metrics-port', String(metricsPort)],
+    nodeArgs: nodeFlags,
     env: { AGENTLOOM_RETENTION: values.retention as string, ...extraEnv },
   };
 }

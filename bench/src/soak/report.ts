@@ -19,6 +19,8 @@ export interface SoakResult {
   machine: string;
   /** Environment the soak set for the api and the workers beyond the services' URLs (e.g. MALLOC_ARENA_MAX). */
   env?: Record<string, string>;
+  /** Flags of node itself in the api and the workers (e.g. --min-semi-space-size=16). */
+  nodeFlags?: string[];
 }
 
 /**
@@ -205,7 +207,11 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
       ' rejected), chores (a tool that throws, a model that throws, a slow tool cancelled while it runs) and writer' +
       ' runs cancelled while paused (every other one retried, then approved). Sampled every 10 s.',
     '',
-    `Machine: ${result.machine}.${envLine(result.env)} Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
+    `Machine: ${result.machine}.${envLine(result.env)}${
+      result.nodeFlags?.length
+        ? ` Node ran them with ${result.nodeFlags.map((f) => `\`${f}\``).join(' ')}.`
+        : ''
+    } Warm-up excluded from the trends: the first ${Math.round(result.warmupSeconds / 60)} minutes.`,
     '',
   );
   lines.push('## End state', '');
