@@ -3,7 +3,9 @@
  * ended by endInvocation); on `partial`, a streamed partial event for local followers. A message that does not
  * parse (another version, garbage) is ignored.
  */
+import { EventEmitter } from 'node:events';
 import { z } from 'zod';
+import type { Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';
 
@@ -40,5 +42,22 @@ function safeJson(text: string): unknown {
     return JSON.parse(text);
   } catch {
     return undefined;
+  }
+}
+
+/** Partial events for this process's followers (by invocation id), fed from the bus once someone follows them. */
+export class PartialFeed {
+  readonly events = new EventEmitter().setMaxListeners(0);
+  private subscribed: Promise<unknown> | undefined;
+
+  constructor(private readonly bus: Bus) {}
+
+  /** Starts feeding from the bus (published by whichever process runs the step); once. */
+  subscribe(): Promise<unknown> {
+    this.subscribed ??= this.bus.subscribe('partial', (message) => {
+      const event = parsePartialMessage(message);
+      if (event) this.events.emit(event.invocationId, event);
+    });
+    return this.subscribed;
   }
 }

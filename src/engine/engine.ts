@@ -2,7 +2,6 @@
  * The engine: the one code path of every mode. It talks to a Store (PostgreSQL or PGlite) and a StepQueue
  * (in-process or BullMQ) and never branches on which. `createEngine` wires them (CONTRACT.md "engine").
  */
-import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Bus } from '../core/bus.js';
@@ -16,6 +15,8 @@ import type { Store } from '../store/store.js';
 import { cancelTx, outsideStopsOf, retryTx, type OutsideStops, type RetryOptions } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
+import { SettleWatch } from './runs/settle-watch.js';
+import { everyInterval } from '../core/periodic.js';
 import { followEvents, waitForSettled } from './runs/follow.js';
 import { observeSteps } from './observe/observer.js';
 import { traceSteps, type RunTracing } from './observe/run-trace.js';
@@ -28,7 +29,7 @@ import {
 } from './runs/read-views.js';
 import { toolsetsOf, type RegisteredApp } from './apps/registry.js';
 import { budgetStopOf } from './runs/budget-answers.js';
-import { parsePartialMessage, parseStopMessage, stopMessage, type StopReason } from './bus-messages.js';
+import { parseStopMessage, PartialFeed, stopMessage, type StopReason } from './bus-messages.js';
 import { answerTx, definitionsOf, type FunctionResponseInput } from './runs/resume.js';
 import {
   callbackAnswer,
@@ -71,13 +72,13 @@ export class Engine {
   private reconcileTimer: NodeJS.Timeout | undefined;
   /** Closes the rate limiter's own connection (Redis), when it has one. */
   private readonly closeRateLimiter: (() => Promise<void>) | undefined;
-  private reconciling = false;
   private readonly retention: Retention | undefined;
   private stopRetention: (() => void) | undefined;
   private closed = false;
   /** Partial events received from the bus, by invocation id (never stored). */
-  private readonly partials = new EventEmitter();
-  private partialsSubscribed: Promise<unknown> | undefined;
+  private readonly partials: PartialFeed;
+  /** Invocations enqueued here and not settled yet, known without a read (see `wait`). */
+  private readonly settles: SettleWatch;
   private readonly leaseMs: number;
   private readonly tracing: RunTracing | undefined;
 
@@ -100,8 +101,9 @@ export class Engine {
     this.leaseMs = options.leaseMs ?? 15_000;
     this.retention = options.retention === undefined ? undefined : resolveRetention(options.retention);
     this.tracing = parts.tracing;
+    this.settles = new SettleWatch(this.store);
+    this.partials = new PartialFeed(this.bus);
     this.closeRateLimiter = parts.rateLimiter?.close;
-    this.partials.setMaxListeners(0);
     this.scheduler = new Scheduler(
       schedulerDeps(parts, options, {
         owner: `${hostname()}:${process.pid}:${newId().slice(0, 8)}`,
@@ -145,14 +147,11 @@ export class Engine {
     });
     const interval = this.options.reconcileIntervalMs ?? Math.min(5_000, Math.floor(this.leaseMs / 2));
     if (interval > 0) {
-      this.reconcileTimer = setInterval(() => {
-        if (this.reconciling) return;
-        this.reconciling = true;
-        this.reconcile()
-          .catch((err: unknown) => this.logger.warn({ err }, 'reconcile failed'))
-          .finally(() => (this.reconciling = false));
-      }, interval);
-      this.reconcileTimer.unref();
+      this.reconcileTimer = everyInterval(
+        interval,
+        () => this.reconcile(),
+        (err) => this.logger.warn({ err }, 'reconcile failed'),
+      );
     }
     if (this.retention) {
       const onPrune = this.options.observer?.onPrune?.bind(this.options.observer);
@@ -256,6 +255,8 @@ export class Engine {
         apps: this.apps,
         defaultMaxLlmCalls: this.options.maxLlmCalls ?? 500,
         wake: (jobs, definition) => this.wake(jobs, definition),
+        rootAtEnqueue: this.queue.kind !== 'local',
+        settles: this.settles,
       },
       input,
     );
@@ -273,7 +274,13 @@ export class Engine {
 
   /** Resolves when the invocation is completed, paused, failed or cancelled (TIMEOUT after `timeoutMs`). */
   wait(invocationId: string, options: { timeoutMs?: number } = {}): Promise<InvocationView> {
-    return waitForSettled(this.store, () => this.get(invocationId), invocationId, options.timeoutMs);
+    return waitForSettled(
+      this.store,
+      () => this.get(invocationId),
+      invocationId,
+      options.timeoutMs,
+      this.settles,
+    );
   }
 
   /**
@@ -285,24 +292,15 @@ export class Engine {
     options: { afterSeq?: number; follow?: boolean; partial?: boolean } = {},
   ): AsyncGenerator<Event> {
     const inv = await requireInvocation(this.store.db, invocationId);
-    if (options.follow && options.partial) await this.subscribePartials();
+    if (options.follow && options.partial) await this.partials.subscribe();
     yield* followEvents({
       store: this.store,
-      partials: this.partials,
+      partials: this.partials.events,
       invocationId,
       sessionId: inv.sessionId,
       status: async () => (await requireInvocation(this.store.db, invocationId)).status,
       ...options,
     });
-  }
-
-  /** Feeds partial events from the bus (published by whichever process runs the step) to local followers. */
-  private subscribePartials(): Promise<unknown> {
-    this.partialsSubscribed ??= this.bus.subscribe('partial', (message) => {
-      const event = parsePartialMessage(message);
-      if (event) this.partials.emit(event.invocationId, event);
-    });
-    return this.partialsSubscribed;
   }
 
   /** Answers paused calls; each answer resumes its node. */
@@ -493,6 +491,7 @@ export class Engine {
     await this.queue.close();
     await this.bus.close();
     await this.closeRateLimiter?.();
+    await this.settles.close();
     await this.store.close();
   }
 }

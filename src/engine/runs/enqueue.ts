@@ -20,6 +20,8 @@ import type { Store } from '../../store/store.js';
 import type { RegisteredApp } from '../apps/registry.js';
 import { agentToContinue, type StartAt } from './start-agent.js';
 import { nodeKind, type JobHint } from '../step/env/step-env.js';
+import { rootStartAtEnqueue } from '../step/root-start.js';
+import type { SettleWatch } from './settle-watch.js';
 
 /** What an enqueue needs of its engine. */
 export interface EnqueueContext {
@@ -29,6 +31,15 @@ export interface EnqueueContext {
   defaultMaxLlmCalls: number;
   /** Enqueues wake-ups after the commit (a failure is logged, never thrown). */
   wake: (jobs: NodeJobRef[], definition: string) => Promise<void>;
+  /**
+   * Write a workflow root's first advance with the enqueue when it can be (see step/root-start.ts): set where the
+   * queue is shared, so the run's first job is its first leaf's instead of a trip of the root through the queue.
+   * (With the in-process queue the root's job already starts from the enqueue's rows and claims the first leaf
+   * in its advance.)
+   */
+  rootAtEnqueue?: boolean;
+  /** Told of each invocation enqueued (listening first), so that `wait` knows it unsettled without a read. */
+  settles?: SettleWatch;
 }
 
 /** What an enqueue answers. */
@@ -104,6 +115,15 @@ function startAtOf(input: EnqueueInput): StartAt {
  * existing session the agent that took the conversation over — see `startAt`), then wakes that node.
  */
 export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput): Promise<Enqueued> {
+  // Listening before the invocation exists, so that its settling cannot go unnoticed (settle-watch.ts).
+  await ctx.settles?.ready();
+  const enqueued = await storeInvocation(ctx, input);
+  // Queued as read after the LISTEN began (new, or an idempotent repeat still queued): its settling is notified.
+  if (enqueued.status === 'queued') ctx.settles?.enqueued(enqueued.invocationId);
+  return enqueued;
+}
+
+async function storeInvocation(ctx: EnqueueContext, input: EnqueueInput): Promise<Enqueued> {
   const app = ctx.apps.get(input?.app);
   if (!app) {
     throw new AgentloomError(
@@ -224,6 +244,7 @@ async function enqueueInNewSession(
   });
   const { delta, appends } = prepared;
   if ((['app', 'user', 'temp'] as const).some((scope) => touches(delta, appends, scope))) return undefined;
+  const rootStart = ctx.rootAtEnqueue ? rootStartAtEnqueue(app.root) : undefined;
   const wake = await insertInvocationInNewSession(ctx.store.db, {
     sessionId,
     app: app.name,
@@ -241,7 +262,13 @@ async function enqueueInNewSession(
     },
     event: eventInsertOf(prepared.row),
     root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
+    ...(rootStart ? { rootStart } : {}),
   });
+  if (rootStart) {
+    const leaves = rootStart.leaves.map((leaf) => ({ invocationId, path: leaf.path, wake: 1 }));
+    await ctx.wake(leaves, app.definitionHash);
+    return { invocationId, sessionId, status: 'queued' };
+  }
   const now = new Date();
   const inv: InvocationRow = {
     id: invocationId,

@@ -54,12 +54,16 @@ function statusOf(payload: string): string | undefined {
   }
 }
 
-/** Resolves with the invocation once it is settled; TIMEOUT after `timeoutMs`. */
+/**
+ * Resolves with the invocation once it is settled; TIMEOUT after `timeoutMs`. When `settles` knows it unsettled
+ * (asked once, after this wait listens), the first read is skipped: the settling will be notified.
+ */
 export async function waitForSettled(
   store: Store,
   read: () => Promise<InvocationView>,
   invocationId: string,
   timeoutMs: number | undefined,
+  settles?: { knownUnsettled(invocationId: string): boolean },
 ): Promise<InvocationView> {
   const signal = new WakeSignal();
   const unlisten = await store.listen(
@@ -74,15 +78,19 @@ export async function waitForSettled(
     () => signal.notify(),
   );
   const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+  let skipRead = settles?.knownUnsettled(invocationId) ?? false;
   try {
     for (;;) {
-      const view = await read();
-      if (SETTLED_INVOCATION.has(view.status)) return view;
+      const view = skipRead ? undefined : await read();
+      skipRead = false;
+      if (view && SETTLED_INVOCATION.has(view.status)) return view;
       const remaining = deadline === undefined ? RECHECK_MS : deadline - Date.now();
       if (remaining <= 0) {
+        const status = view?.status ?? (await read()).status;
+        if (SETTLED_INVOCATION.has(status)) continue;
         throw new AgentloomError(
           'TIMEOUT',
-          `invocation ${invocationId} is still ${view.status} after ${timeoutMs} ms`,
+          `invocation ${invocationId} is still ${status} after ${timeoutMs} ms`,
         );
       }
       await signal.next(Math.min(remaining, RECHECK_MS));

@@ -28,16 +28,25 @@ export interface NewSessionInvocation {
   /** The user event (prepared and validated by the caller); stored as seq 1. */
   event: EventInsert;
   root: { path: string; agent: string; kind: string };
+  /**
+   * The root's first advance, written here (engine/step/root-start.ts): the root `running` with this checkpoint,
+   * and these leaves under it `pending` (wake 1). Absent: the root `pending`, for its job to advance.
+   */
+  rootStart?: {
+    checkpoint: Json;
+    leaves: { path: string; agent: string; kind: string; branch: string | null }[];
+  };
 }
 
 /**
  * An invocation in a new session, in one statement: the session (its first seq taken), the invocation (`queued`),
- * the user event as seq 1, and the root node (`pending`, wake 1). Returns the root's wake number. No NOTIFY: no one
+ * the user event as seq 1, and the root node (`pending`, wake 1; or advanced with its first leaves, see `rootStart`).
+ * Returns the root's wake number. No NOTIFY: no one
  * can follow a session before it exists (see `sessions.followed_until`).
  * An existing session, an idempotency key or state beyond the session's take the transactional path.
  */
 export async function insertInvocationInNewSession(db: Db, input: NewSessionInvocation): Promise<number> {
-  const { invocation: inv, event: e } = input;
+  const { invocation: inv, event: e, rootStart: start } = input;
   const [row] = await queryPrepared<{ wake: string | number }>(
     db,
     sql`with s as (
@@ -63,12 +72,16 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
         returning seq
       ),
       n as (
-        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, wake)
-        select i.id, ${input.root.path}, null, ${input.root.agent}, ${input.root.kind}, null, 'pending', 1
+        insert into nodes (invocation_id, path, parent_path, agent, kind, branch, status, checkpoint, wake)
+        select i.id, ${input.root.path}, null, ${input.root.agent}, ${input.root.kind}, null,
+               ${start ? 'running' : 'pending'}, ${JSON.stringify(start?.checkpoint ?? {})}::jsonb, 1
         from i
+        union all
+        select i.id, c->>'path', ${input.root.path}, c->>'agent', c->>'kind', c->>'branch', 'pending', '{}'::jsonb, 1
+        from i, jsonb_array_elements(${JSON.stringify(start?.leaves ?? [])}::jsonb) c
         returning wake
       )
-      select (select wake from n) as wake`,
+      select (select max(wake) from n) as wake`,
     { batched: true },
   );
   return Number(row?.wake ?? 1);

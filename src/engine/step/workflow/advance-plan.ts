@@ -137,7 +137,7 @@ function fanClaims(env: StepEnv, children: readonly ChildInsert[]): string[] {
  * writes no event and starts only leaves) is inserted already advanced, with those leaves: one statement less
  * per nesting level, and no job of its own (it is not runnable: its leaves are, and their ends advance it).
  */
-function childInserts(start: ChildStart): ChildInsert[] {
+export function childInserts(start: ChildStart): ChildInsert[] {
   const row: ChildInsert = {
     path: start.path,
     agent: start.agent.name,
