@@ -53,7 +53,7 @@ export function analysis(report: BenchReport): string {
     const remove = [
       `less client CPU per step (the W2 profile below: the pg driver, JSON, event validation, socket writes)`,
       `fewer statements per invocation around the steps (${n(c.statements, 1)} all-in against ${n(m?.statements, 1)} ` +
-        `marginal: the enqueue, the root's first advance and \`wait\`'s reads are shared by only 20 steps; run alone, ` +
+        `marginal: the enqueue, the root's first advance and \`wait\`'s read are shared by only 20 steps; run alone, ` +
         `as in W1, they are not batched with anything)`,
       ...(pairs > 0
         ? [`no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`]

@@ -85,6 +85,7 @@ const memorySeries = [
   ['heap total', 'heapTotalMb'],
   ['new space', 'newSpaceMb'],
   ['old space', 'oldSpaceMb'],
+  ['old space used', 'oldSpaceUsedMb'],
   ['code space', 'codeSpaceMb'],
   ['external', 'externalMb'],
   ['native (anon RSS − heap total − external)', 'nativeMb'],
@@ -195,6 +196,36 @@ function envLine(env: Record<string, string> | undefined): string {
     : ` The api and the workers ran with ${pairs.map(([k, v]) => `\`${k}=${v}\``).join(', ')}.`;
 }
 
+/**
+ * The RSS slope of each process from several starts (every 10 minutes, while 20 minutes of samples remain after
+ * it): where V8's warm-up (its spaces growing to their working size, code compiled and re-optimised) ends.
+ */
+function rssByStart(result: SoakResult): string[] {
+  const names = Object.keys(result.samples[0]?.processes ?? {});
+  const end = result.samples.at(-1)?.t ?? 0;
+  const starts: number[] = [];
+  for (let m = 0; (m + 20) * 60 <= end; m += 10) starts.push(m);
+  if (names.length === 0 || starts.length < 2) return [];
+  const lines = [
+    'RSS slope per 10 minutes by where the trend starts (MB, ± the 95 % confidence interval):',
+    '',
+    `| from minute | ${names.join(' | ')} |`,
+    `|--:|${names.map(() => '--:').join('|')}|`,
+  ];
+  for (const m of starts) {
+    const cells = names.map((name) => {
+      const points = result.samples
+        .filter((x) => x.t >= m * 60)
+        .map((x) => [x.t, x.processes[name]?.rssMb ?? Number.NaN] as [number, number]);
+      const { slope, ci95 } = slopePer10Min(points);
+      return `${fmt(slope, 2)} ± ${fmt(ci95, 2)}`;
+    });
+    lines.push(`| ${m} | ${cells.join(' | ')} |`);
+  }
+  lines.push('');
+  return lines;
+}
+
 /** SOAK.md. `charts` are the chart files' paths relative to the report. */
 export function soakMarkdown(result: SoakResult, charts: string[]): string {
   const { end } = result;
@@ -239,6 +270,7 @@ export function soakMarkdown(result: SoakResult, charts: string[]): string {
           ' (± is the 95 % confidence interval; an interval that reaches below 1 does not show growth beyond the bound).',
     '',
   );
+  lines.push(...rssByStart(result));
   lines.push(
     'Reading the memory rows: RSS is the anonymous part plus mapped files (the node binary and libraries, ~47 MB,' +
       ' constant); the anonymous part is V8’s heap total (its new, old, code and large-object spaces, used or' +

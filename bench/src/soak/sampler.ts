@@ -25,8 +25,10 @@ export interface ProcessSample {
   heapTotalMb: number;
   /** V8's new space (young objects; V8 grows it toward its maximum under a steady allocation rate). */
   newSpaceMb: number;
-  /** V8's old space (objects that survived two collections). */
+  /** V8's old space (objects that survived two collections): pages it holds. */
   oldSpaceMb: number;
+  /** Of those, what objects occupy (live, or dead since the last collection): fragmentation is the difference. */
+  oldSpaceUsedMb?: number;
   /** V8's code space (compiled code and bytecode live in the old space). */
   codeSpaceMb: number;
   /** Memory outside the V8 heap that V8 accounts for: ArrayBuffers, Buffers, strings of native modules. */
@@ -126,6 +128,7 @@ export class Sampler {
         heapTotalMb,
         newSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="new"'),
         oldSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="old"'),
+        oldSpaceUsedMb: mb('agentloom_nodejs_heap_space_size_used_bytes', 'space="old"'),
         codeSpaceMb: mb('agentloom_nodejs_heap_space_size_total_bytes', 'space="code"'),
         externalMb,
         nativeMb: memory.rssAnonMb - heapTotalMb - externalMb,
