@@ -15,9 +15,9 @@ import type { Store } from '../store/store.js';
 import { cancelTx, outsideStopsOf, retryTx, type OutsideStops, type RetryOptions } from './runs/control.js';
 import type { EngineOptions, EngineParts } from './engine-options.js';
 import { enqueueInvocation, type Enqueued, type EnqueueInput } from './runs/enqueue.js';
-import { SettleWatch } from './runs/settle-watch.js';
+import { SettleWatch } from './runs/follow/settle-watch.js';
 import { everyInterval } from '../core/periodic.js';
-import { followEvents, waitForSettled } from './runs/follow.js';
+import { followEvents, waitForSettled } from './runs/follow/follow.js';
 import { observeSteps } from './observe/observer.js';
 import { traceSteps, type RunTracing } from './observe/run-trace.js';
 import {

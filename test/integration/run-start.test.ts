@@ -235,16 +235,22 @@ describe('a workflow root started by the enqueue (shared queue)', () => {
   });
 });
 
+/** An engine on the in-process queue, its worker running, on a database of its own. */
+async function localEngine(): Promise<Engine> {
+  const engine = await createEngine({
+    apps: apps(),
+    database: await createTestDatabase(),
+    queue: 'local',
+    logger: silent,
+    reconcileIntervalMs: 0,
+  });
+  engines.push(engine);
+  return engine;
+}
+
 describe('wait on an invocation this engine enqueued', () => {
   it('reads it once, when it has settled', async () => {
-    const engine = await createEngine({
-      apps: apps(),
-      database: await createTestDatabase(),
-      queue: 'local',
-      logger: silent,
-      reconcileIntervalMs: 0,
-    });
-    engines.push(engine);
+    const engine = await localEngine();
     closeGate();
     const { invocationId } = await engine.enqueue({ app: 'steps', userId: 'u', input: 'go' });
     const { view, reads } = await waitCountingReads(engine, invocationId);
@@ -253,14 +259,7 @@ describe('wait on an invocation this engine enqueued', () => {
   });
 
   it('answers at once an invocation that settled before wait was called', async () => {
-    const engine = await createEngine({
-      apps: apps(),
-      database: await createTestDatabase(),
-      queue: 'local',
-      logger: silent,
-      reconcileIntervalMs: 0,
-    });
-    engines.push(engine);
+    const engine = await localEngine();
     const { invocationId } = await engine.enqueue({ app: 'seq', userId: 'u', input: 'go' });
     // The settling notification has reached this process (its LISTEN delivered it to the watch).
     await waitFor(async () => (await engine.get(invocationId)).status === 'completed', { timeoutMs: 60_000 });

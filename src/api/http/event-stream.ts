@@ -16,7 +16,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Event } from '../../core/event.js';
 import type { Engine } from '../../engine/engine.js';
-import { SETTLED_INVOCATION } from '../../engine/runs/follow.js';
+import { SETTLED_INVOCATION } from '../../engine/runs/follow/follow.js';
 import { INVOCATIONS_CHANNEL } from '../../store/repos/invocations.js';
 
 /** Statuses at which a run has ended: its stream sends `end` and closes (a paused run goes on when answered). */

@@ -3,7 +3,7 @@
  * stream (see event-stream.ts) resumable with `Last-Event-ID`, open through pauses until the run has ended.
  */
 import { z } from 'zod';
-import { SETTLED_INVOCATION } from '../../engine/runs/follow.js';
+import { SETTLED_INVOCATION } from '../../engine/runs/follow/follow.js';
 import type { Event } from '../../core/event.js';
 import { visibleInvocation } from '../http/access.js';
 import { errorResponses, type ApiApp, type RouteContext } from '../http/context.js';

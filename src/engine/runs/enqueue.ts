@@ -21,7 +21,7 @@ import type { RegisteredApp } from '../apps/registry.js';
 import { agentToContinue, type StartAt } from './start-agent.js';
 import { nodeKind, type JobHint } from '../step/env/step-env.js';
 import { rootStartAtEnqueue } from '../step/root-start.js';
-import type { SettleWatch } from './settle-watch.js';
+import type { SettleWatch } from './follow/settle-watch.js';
 
 /** What an enqueue needs of its engine. */
 export interface EnqueueContext {

@@ -4,12 +4,12 @@
  * makes waiters read again (notifications sent meanwhile are lost); a one-second re-check remains the backstop.
  */
 import type { EventEmitter } from 'node:events';
-import { AgentloomError } from '../../core/errors.js';
-import type { Event } from '../../core/event.js';
-import { listEvents } from '../../store/repos/events.js';
-import { INVOCATIONS_CHANNEL } from '../../store/repos/invocations.js';
-import type { Store } from '../../store/store.js';
-import type { InvocationView } from './views.js';
+import { AgentloomError } from '../../../core/errors.js';
+import type { Event } from '../../../core/event.js';
+import { listEvents } from '../../../store/repos/events.js';
+import { INVOCATIONS_CHANNEL } from '../../../store/repos/invocations.js';
+import type { Store } from '../../../store/store.js';
+import type { InvocationView } from '../views.js';
 
 /** Statuses at which `wait` returns and a followed event stream ends. */
 export const SETTLED_INVOCATION: ReadonlySet<string> = new Set([

@@ -5,8 +5,8 @@
  * notification (one read per `wait` instead of two). Knowledge is dropped on a reconnect of the LISTEN connection
  * (notifications were lost meanwhile) and past a bound: an invocation it does not know is read, as before.
  */
-import { INVOCATIONS_CHANNEL } from '../../store/repos/invocations.js';
-import type { Store } from '../../store/store.js';
+import { INVOCATIONS_CHANNEL } from '../../../store/repos/invocations.js';
+import type { Store } from '../../../store/store.js';
 import { SETTLED_INVOCATION } from './follow.js';
 
 /** Invocations remembered at most (the oldest are forgotten first: forgetting one only costs a read). */
