@@ -20,6 +20,7 @@ import {
   jobId,
   stepJobSchema,
   type EnqueueOptions,
+  type LocalSlots,
   type ProcessOptions,
   type StepHandler,
   type StepJob,
@@ -64,6 +65,23 @@ const JOB_NAME = 'step';
  */
 export const EVENTS_MAX_LEN = 1_000;
 
+/**
+ * One queue this process consumes: its BullMQ worker, and the steps it runs, delivered by BullMQ (`active`) or
+ * started here by {@link LocalSlots.run} (`lent`: slots lent out of the worker's concurrency, which is lowered
+ * meanwhile so that both together never exceed it).
+ */
+interface Consumer {
+  /** Set once started. */
+  worker?: Worker;
+  handler: StepHandler;
+  concurrency: number;
+  active: number;
+  lent: number;
+  /** The jobs run here, awaited by a graceful stop. */
+  running: Set<Promise<void>>;
+  stopped: boolean;
+}
+
 /** A StepQueue over BullMQ. */
 export class BullmqQueue implements StepQueue {
   readonly kind: 'redis' | 'postgres';
@@ -72,7 +90,23 @@ export class BullmqQueue implements StepQueue {
   private readonly redis: Redis | undefined;
   private readonly pool: PgPool | undefined;
   private migrated: Promise<unknown> | undefined;
-  private readonly workers = new Set<Worker>();
+  /** The queues this process consumes, by queue name. */
+  private readonly consumers = new Map<string, Consumer>();
+
+  /**
+   * A fan-out's leaves claimed by this process as it created them run here, in slots of the concurrency of the
+   * queue of their definition, without a trip through the backend; the rest of the fan-out is enqueued.
+   */
+  readonly here: LocalSlots = {
+    idle: (definition) => {
+      const consumer = this.consumers.get(this.queueName(definition));
+      if (!consumer || consumer.stopped) return 0;
+      return Math.max(0, consumer.concurrency - consumer.active - consumer.lent);
+    },
+    run: (jobs) => {
+      for (const job of jobs) this.runHere(job);
+    },
+  };
 
   constructor(private readonly options: BullmqQueueOptions) {
     if ('redis' in options.connection) {
@@ -163,17 +197,37 @@ export class BullmqQueue implements StepQueue {
   async process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming> {
     await this.ready();
     const names = [undefined, ...(options.definitions ?? [])].map((d) => this.queueName(d));
-    const workers = names.map((name) => this.startWorker(name, handler, options.concurrency));
-    for (const worker of workers) this.workers.add(worker);
+    const concurrency = Math.max(1, options.concurrency);
+    const consumers = names.map((name) => {
+      const consumer: Consumer = {
+        handler,
+        concurrency,
+        active: 0,
+        lent: 0,
+        running: new Set(),
+        stopped: false,
+      };
+      consumer.worker = this.startWorker(name, concurrency, (job) => this.deliver(consumer, job));
+      this.consumers.set(name, consumer);
+      return [name, consumer] as const;
+    });
     return async ({ abrupt = false } = {}) => {
-      for (const worker of workers) this.workers.delete(worker);
-      await Promise.all(workers.map((worker) => worker.close(abrupt)));
+      for (const [name, consumer] of consumers) {
+        consumer.stopped = true;
+        if (this.consumers.get(name) === consumer) this.consumers.delete(name);
+      }
+      await Promise.all(
+        consumers.map(async ([, consumer]) => {
+          await consumer.worker?.close(abrupt);
+          if (!abrupt) await Promise.allSettled([...consumer.running]);
+        }),
+      );
     };
   }
 
-  private startWorker(name: string, handler: StepHandler, concurrency: number): Worker {
+  private startWorker(name: string, concurrency: number, processor: (job: Job) => Promise<void>): Worker {
     const workerOptions = {
-      concurrency: Math.max(1, concurrency),
+      concurrency,
       // Longer than the lease: when a worker dies, BullMQ re-delivers its job after the node's lease has lapsed,
       // so the new delivery can claim the node.
       lockDuration: this.options.leaseMs + 1_000,
@@ -183,7 +237,6 @@ export class BullmqQueue implements StepQueue {
       removeOnComplete: { count: 0 },
       removeOnFail: { count: 0 },
     };
-    const processor = (job: Job) => this.deliver(handler, job);
     let worker: Worker;
     if (this.kind === 'redis') {
       const connection = new Redis((this.options.connection as { redis: string }).redis, {
@@ -203,8 +256,8 @@ export class BullmqQueue implements StepQueue {
     return worker;
   }
 
-  /** Runs one delivery; a failing handler is re-delivered later under a new job id (BullMQ retries are off). */
-  private async deliver(handler: StepHandler, job: Job): Promise<void> {
+  /** Runs one delivery of BullMQ's. */
+  private async deliver(consumer: Consumer, job: Job): Promise<void> {
     const parsed = stepJobSchema.safeParse(job.data);
     if (!parsed.success) {
       this.options.onError?.(
@@ -212,9 +265,40 @@ export class BullmqQueue implements StepQueue {
       );
       return;
     }
-    const step = parsed.data;
+    consumer.active++;
     try {
-      await handler(step, { readyAt: job.timestamp + (job.delay ?? 0) });
+      await this.runStep(consumer.handler, parsed.data, job.timestamp + (job.delay ?? 0));
+    } finally {
+      consumer.active--;
+    }
+  }
+
+  /**
+   * Runs a job in this process in a slot lent out of its queue's concurrency (the BullMQ worker takes one job
+   * less meanwhile). A process that no longer consumes that queue enqueues it instead.
+   */
+  private runHere(job: StepJob): void {
+    const consumer = this.consumers.get(this.queueName(job.definition));
+    if (!consumer || consumer.stopped) {
+      void this.enqueue([job]).catch((err: unknown) => this.options.onError?.(err, job));
+      return;
+    }
+    const lend = (by: number) => {
+      consumer.lent += by;
+      if (consumer.worker) consumer.worker.concurrency = Math.max(1, consumer.concurrency - consumer.lent);
+    };
+    lend(1);
+    const run = this.runStep(consumer.handler, job, Date.now()).finally(() => {
+      lend(-1);
+      consumer.running.delete(run);
+    });
+    consumer.running.add(run);
+  }
+
+  /** Runs a step's handler; a failing one is re-delivered later under a new job id (BullMQ retries are off). */
+  private async runStep(handler: StepHandler, step: StepJob, readyAt: number): Promise<void> {
+    try {
+      await handler(step, { readyAt });
     } catch (err) {
       this.options.onError?.(err, step);
       const redelivery = (step.redelivery ?? 0) + 1;
@@ -236,8 +320,10 @@ export class BullmqQueue implements StepQueue {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([...this.workers].map((w) => w.close(true)));
-    this.workers.clear();
+    const consumers = [...this.consumers.values()];
+    this.consumers.clear();
+    for (const consumer of consumers) consumer.stopped = true;
+    await Promise.allSettled(consumers.map((c) => c.worker?.close(true)));
     await Promise.allSettled([...this.queues.values()].map((q) => q.close()));
     this.queues.clear();
     this.redis?.disconnect();

@@ -5,6 +5,7 @@
 import {
   jobId,
   type EnqueueOptions,
+  type LocalSlots,
   type ProcessOptions,
   type StepHandler,
   type StepJob,
@@ -57,10 +58,12 @@ export class InProcessQueue implements StepQueue {
     this.pump();
   }
 
-  idleSlots(): number {
-    if (!this.handler || this.stopped) return 0;
-    return Math.max(0, this.concurrency - this.active - this.waiting.length);
-  }
+  /** Every job of this queue runs in this process: a job run here is one enqueued. */
+  readonly here: LocalSlots = {
+    idle: () =>
+      !this.handler || this.stopped ? 0 : Math.max(0, this.concurrency - this.active - this.waiting.length),
+    run: (jobs) => void this.enqueue(jobs),
+  };
 
   async ping(): Promise<void> {
     if (this.stopped) throw new Error('the in-process queue is closed');

@@ -19,7 +19,7 @@ export interface StepJob {
   definition?: string;
   /**
    * What the process that enqueued the job already knew of its node (a workflow node it just created), so the
-   * handler need not read it again. Kept only by the in-process queue: never serialized, never trusted beyond
+   * handler need not read it again. Kept only by the in-process queue and by jobs run here (LocalSlots): never serialized, never trusted beyond
    * a guarded write (a stale hint only costs the normal path).
    */
   hint?: object;
@@ -65,16 +65,29 @@ export interface EnqueueOptions {
 /** Stops consuming: waits for running jobs unless `abrupt`, or at most `graceMs` when given. */
 export type StopConsuming = (options?: { abrupt?: boolean }) => Promise<void>;
 
+/**
+ * Running jobs in this process, in slots of the concurrency it consumes the queue with. The jobs are of nodes
+ * this process claimed as it created them (a fan-out's leaves): a shared queue runs them without writing them
+ * to its backend — no other worker could take them, and the lease each carries is its recovery — while what is
+ * left of the fan-out goes through the queue to every worker.
+ */
+export interface LocalSlots {
+  /** How many more jobs of `definition` would start at once here now (0 when this process does not consume). */
+  idle(definition?: string): number;
+  /** Starts `jobs` here at once, in slots counted by {@link idle} (their hints are kept). */
+  run(jobs: readonly StepJob[]): void;
+}
+
 /** A queue of step jobs. */
 export interface StepQueue {
   /** Which adapter this is (logged, and shown by `status`). */
   readonly kind: 'local' | 'redis' | 'postgres';
   enqueue(jobs: readonly StepJob[], options?: EnqueueOptions): Promise<void>;
   /**
-   * How many more jobs would start at once if enqueued now. Only a queue inside this process answers (its jobs
-   * can run nowhere else): a fan-out then claims that many of its new leaves for this process as it creates them.
+   * Slots of this process's concurrency, when it consumes the queue: a fan-out claims as many of its new leaves
+   * for this process as there are idle slots, as it creates them, and runs them here (see {@link LocalSlots}).
    */
-  idleSlots?(): number;
+  readonly here?: LocalSlots;
   /** Starts consuming with `handler`; returns a function that stops consuming. */
   process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming>;
   /** Resolves when the queue's backend answers (readiness checks); rejects otherwise. */

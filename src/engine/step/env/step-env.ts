@@ -8,7 +8,7 @@ import type { BaseAgent } from '../../../agents/base-agent.js';
 import { WorkflowAgent } from '../../../agents/workflow/workflow.js';
 import type { Batcher } from '../../../core/batcher.js';
 import { AgentloomError } from '../../../core/errors.js';
-import type { StepQueue } from '../../../queue/step-queue.js';
+import type { StepJob, StepQueue } from '../../../queue/step-queue.js';
 import type { InvocationRow } from '../../../store/repos/invocations.js';
 import type { NodeJobRef, NodeRow } from '../../../store/repos/nodes.js';
 import type { CompleteBranch, ParentBranchEnd } from '../../../store/step/branch-ends.js';
@@ -147,11 +147,24 @@ export function stepLog(env: StepEnv, inv: InvocationRow, path: string, attempt?
   });
 }
 
-/** Enqueues wake-ups after a commit. A failure is logged, not thrown: the commit stands and the reconciler re-wakes. */
+/**
+ * Enqueues wake-ups after a commit; the jobs of leaves this process claimed as it created them run here
+ * (the queue's `LocalSlots`). A failure is logged, not thrown: the commit stands and the reconciler re-wakes.
+ */
 export async function wake(env: StepEnv, jobs: NodeJobRef[], inv: InvocationRow): Promise<void> {
   if (jobs.length === 0) return;
+  const { here } = env.deps.queue;
+  const queued: StepJob[] = [];
+  const claimed: StepJob[] = [];
+  for (const job of jobs) {
+    const tagged = { ...job, definition: inv.definitionHash };
+    if (here && (job.hint as JobHint | undefined)?.claimed) claimed.push(tagged);
+    else queued.push(tagged);
+  }
+  if (claimed.length > 0) here?.run(claimed);
+  if (queued.length === 0) return;
   try {
-    await env.deps.queue.enqueue(jobs.map((job) => ({ ...job, definition: inv.definitionHash })));
+    await env.deps.queue.enqueue(queued);
   } catch (err) {
     env.deps.logger.warn({ err, jobs: jobs.length }, 'enqueue failed; the reconciler will wake these nodes');
   }

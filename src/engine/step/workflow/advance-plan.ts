@@ -1,7 +1,7 @@
 /**
  * Planning a workflow node's advance, without writing: the state machine's decision from what is known without a
  * read, the rows one advance statement writes (checkpoint, events, new children, the claims of new leaves), and
- * what to do after it committed (the continuation, the wake-ups). Pure apart from the queue's idle-slot count.
+ * what to do after it committed (the continuation, the wake-ups). Pure apart from this process's idle-slot count.
  */
 import {
   WorkflowAgent,
@@ -77,7 +77,7 @@ export const changesState = (events: readonly PreparedEvent[]): boolean => event
 /**
  * What one statement writes for `decision` on workflow node `node`: its new status and checkpoint, its events
  * (prepared, changing no state), its new children — the only one, when it is a leaf and `slot` allows, claimed
- * for this worker; with the in-process queue, a fan-out's leaves up to its idle slots (see {@link fanClaims}).
+ * for this worker; a fan-out's leaves up to this process's idle slots (see {@link fanClaims}).
  */
 export function advanceInput(
   env: StepEnv,
@@ -97,7 +97,7 @@ export function advanceInput(
     !(only.agent instanceof WorkflowAgent)
       ? [only.path]
       : slot?.allow
-        ? fanClaims(env, children)
+        ? fanClaims(env, inv, children)
         : [];
   const claim = paths.length > 0 ? { paths, owner: env.deps.owner, leaseMs: env.deps.leaseMs } : undefined;
   return {
@@ -119,12 +119,13 @@ export function advanceInput(
 
 /**
  * The new leaves (children, or grandchildren under a child inserted advanced) this process claims as it
- * creates them, each run by a job of its own that needs no claim statement: at most as many as the queue would
- * start at once, and only from a queue inside this process, which no other worker could take them from (a
- * shared queue spreads a fan-out over the workers instead).
+ * creates them, each run here by a job of its own that needs no claim statement: at most as many as this
+ * process would start at once (its idle slots, {@link LocalSlots}). With a shared queue the rest are enqueued
+ * for every worker: a fan-out spreads over the workers only when one cannot start it all, and the leaves this
+ * process runs make no trip through the queue and need no claim of their own.
  */
-function fanClaims(env: StepEnv, children: readonly ChildInsert[]): string[] {
-  const idle = env.deps.queue.idleSlots?.() ?? 0;
+function fanClaims(env: StepEnv, inv: InvocationRow, children: readonly ChildInsert[]): string[] {
+  const idle = env.deps.queue.here?.idle(inv.definitionHash) ?? 0;
   if (idle <= 0) return [];
   return children
     .filter((c) => c.status === undefined && !WORKFLOW_KINDS.has(c.kind))
