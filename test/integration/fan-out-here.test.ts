@@ -2,11 +2,15 @@
  * A fan-out with a shared queue (BullMQ on Redis, issue 33): the worker whose advance creates a fan-out's leaves
  * claims as many as it has idle slots in the same statement and runs them itself, with no job in Redis and no
  * claim of their own; only the rest go through the queue, to every worker. The worker's concurrency holds for
- * both together (BullMQ is lent the slots back as the leaves end), and every leaf runs once.
+ * both together (BullMQ is lent the slots back as the leaves end), and every leaf runs once. The join runs on
+ * the worker whose batch of branch ends made it runnable, from what that batch read (no claim read, no
+ * transaction).
  *
- * Observed through Redis (the jobs BullMQ holds) and the leaves held at a gate; nothing here is timed.
+ * Observed through Redis (the jobs BullMQ holds), the leaves held at a gate and the statements sent (a hook on
+ * pg's client); nothing here is timed.
  */
 import { Queue } from 'bullmq';
+import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -20,6 +24,19 @@ import {
 } from '../../src/index.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
+
+/** Every statement this file's engines send (texts, lower-cased), for the second test. */
+const sent: string[] = [];
+const original = pg.Client.prototype.query;
+pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+  const first = args[0] as string | { text?: string } | undefined;
+  const text = typeof first === 'string' ? first : first?.text;
+  if (text) sent.push(text.trim().toLowerCase());
+  return (original as (...a: unknown[]) => unknown).apply(this, args);
+} as typeof pg.Client.prototype.query;
+process.on('exit', () => {
+  pg.Client.prototype.query = original;
+});
 
 const BRANCHES = 10;
 const CONCURRENCY = 4;
@@ -121,5 +138,31 @@ describe('a fan-out created by a worker on a shared queue', () => {
       active: 0,
       delayed: 0,
     });
+  });
+});
+
+describe('a fan-out and its join on one worker with idle slots (shared queue)', () => {
+  it('claims no branch and reads no node on its own: the branches start from the advance, the join from the ends', async () => {
+    const database = await createTestDatabase();
+    const queue = { redis: testRedisUrl(), prefix: testQueuePrefix() };
+    const logger = pino({ level: 'silent' });
+    const producer = await createEngine({ apps: apps(), database, queue, worker: false, logger });
+    engines.push(producer);
+    engines.push(await createEngine({ apps: apps(), database, queue, logger, reconcileIntervalMs: 0 }));
+    // The gate stays open: the leaves run at once.
+    gate.open();
+    const warm = await producer.enqueue({ app: 'fanjoin', userId: 'u', input: 'go' });
+    await producer.wait(warm.invocationId, { timeoutMs: 60_000 });
+    sent.length = 0;
+    const { invocationId } = await producer.enqueue({ app: 'fanjoin', userId: 'u', input: 'go' });
+    expect((await producer.wait(invocationId, { timeoutMs: 60_000 })).status).toBe('completed');
+    const statements = sent.filter((t) => !/^(listen|unlisten)\b/.test(t));
+    // A job's claim (store/step/step-claims.ts, one job's or a batch's): it takes a new attempt of its node.
+    const claims = statements.filter((t) => t.includes('set attempt = n.attempt + 1'));
+    // One claim: the root's job (its read). Without the branches claimed by the advance there is one for each
+    // branch (batched: at least one more statement); with the join's job through the queue, its claim read and
+    // the advance's transaction (BEGIN, reads, COMMIT).
+    expect(claims, statements.join('\n---\n')).toHaveLength(1);
+    expect(statements.filter((t) => t === 'begin')).toEqual([]);
   });
 });

@@ -109,12 +109,13 @@ export function analysis(report: BenchReport): string {
         `${n(c3.writeTransactions)} write transactions each. Branches no longer queue on the parent's row one by one: ` +
         `a branch's end records its status in the parent's checkpoint without reading its siblings, and branches of ` +
         `one parent that end together are written in one statement (group commit in the worker); the root's advance ` +
-        `inserts the parallel already advanced, with its branches, and — the queue being in this process, which no ` +
-        `other worker reads — claims them for this worker as it inserts them (as many as the queue would start at ` +
-        `once), so the branches start with no statement of their own; and the join is one statement without a ` +
+        `inserts the parallel already advanced, with its branches, and claims them for the worker that runs it as it ` +
+        `inserts them (as many as that process has idle slots; with a shared queue only the rest are queued), so the ` +
+        `branches start with no statement and no queue trip of their own; and the join is one statement without a ` +
         `transaction: the last batch of ends returns the parallel's checkpoint (every branch's status and escalation ` +
         `are recorded there) and the root's row, and one statement ends the parallel, advances the root and claims the ` +
-        `join leaf (both rows guarded: as read, or nothing is written). What remains is a chain of round trips on ` +
+        `join leaf (both rows guarded: as read, or nothing is written), run by the worker whose batch settled the last ` +
+        `branch. What remains is a chain of round trips on ` +
         `each side of the sleep: before it, the enqueue and the root's advance, then starting 50 steps in one process; ` +
         `after it, the batched ends (two batches when the 50 timers' callbacks take longer than the first batch's ` +
         `round trip: they lock the same parent row, so the second waits for the first), the join's statement and the ` +

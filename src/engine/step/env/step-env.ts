@@ -148,20 +148,32 @@ export function stepLog(env: StepEnv, inv: InvocationRow, path: string, attempt?
 }
 
 /**
- * Enqueues wake-ups after a commit; the jobs of leaves this process claimed as it created them run here
- * (the queue's `LocalSlots`). A failure is logged, not thrown: the commit stands and the reconciler re-wakes.
+ * Enqueues wake-ups after a commit. Run here instead (the queue's `LocalSlots`): the jobs of leaves this process
+ * claimed as it created them, and — while a slot is idle — those of workflow nodes it has just made runnable and
+ * knows as written (a parallel's join, a nested workflow it created): their advance is then one statement without
+ * a read, with no trip through the queue. Such a node is `pending`, so should this process die before advancing
+ * it the reconciler wakes it, as it does a lost wake-up. A failure is logged, not thrown: the commit stands and
+ * the reconciler re-wakes.
  */
 export async function wake(env: StepEnv, jobs: NodeJobRef[], inv: InvocationRow): Promise<void> {
   if (jobs.length === 0) return;
   const { here } = env.deps.queue;
-  const queued: StepJob[] = [];
-  const claimed: StepJob[] = [];
-  for (const job of jobs) {
-    const tagged = { ...job, definition: inv.definitionHash };
-    if (here && (job.hint as JobHint | undefined)?.claimed) claimed.push(tagged);
-    else queued.push(tagged);
-  }
+  const tagged = jobs.map((job) => ({ ...job, definition: inv.definitionHash }));
+  const hintOf = (job: StepJob) => job.hint as JobHint | undefined;
+  const claimed = here ? tagged.filter((job) => hintOf(job)?.claimed) : [];
   if (claimed.length > 0) here?.run(claimed);
+  let idle = here && claimed.length < tagged.length ? here.idle(inv.definitionHash) : 0;
+  const queued: StepJob[] = [];
+  const known: StepJob[] = [];
+  for (const job of tagged) {
+    const hint = hintOf(job);
+    if (here && hint?.claimed) continue;
+    if (hint && idle > 0) {
+      known.push(job);
+      idle -= 1;
+    } else queued.push(job);
+  }
+  if (known.length > 0) here?.run(known);
   if (queued.length === 0) return;
   try {
     await env.deps.queue.enqueue(queued);
