@@ -9,6 +9,8 @@
  * | W3 wall ms                     | ≤ 220                     | ≤ 220                     | ≤ 250                     |
  * | statements / write txns / step | ≤ 1.5 / 1.2               | same                      | ≤ 2 / 1.5                 |
  *
+ * And the in-process mode: W1 ≤ 2× the physical floor (one durable commit per step) of the same run.
+ *
  * "floor" is the design floor (BullMQ + one upsert per step). Statements and write transactions per step are
  * W2's, all-in (every statement of the measured W2 runs ÷ their leaf steps: enqueue and `wait` included; the
  * marginal leaf step, without them, is shown beside).
@@ -34,8 +36,15 @@ const LIMITS: Record<(typeof GOAL_MODES)[number], Limits> = {
   'agentloom-pg-pgqueue-1': { w1Floor: 1.0, w1Dbos: 0.6, w3: 250, statements: 2, writes: 1.5 },
 };
 
+/** The in-process mode's goal of issue 33: W1 toward the physical floor (one durable commit per step). */
+export const LOCAL_GOAL_MODE = 'agentloom-pg-local';
+
+/** W1 of the in-process mode at most this many times the physical floor of the same run. */
+const LOCAL_W1_PHYSICAL = 2;
+
 /** The goal rows, in table order (the name each Target carries). */
 export const GOAL_ROWS = [
+  'W1 vs the physical floor',
   'W1 vs the design floor',
   'W1 vs DBOS',
   'W2 throughput',
@@ -133,5 +142,21 @@ export function issue33Goals(report: BenchReport): Target[] {
       (v) => f(v.value) + beside('writeTransactions'),
     );
   }
+  const local = figure(report, LOCAL_GOAL_MODE, 'w1');
+  const physical = figure(report, 'floor-commit', 'w1');
+  const v = local && physical && ratioOf(local, physical);
+  const ok = (x: number) => x <= LOCAL_W1_PHYSICAL;
+  out.push({
+    issue: 33,
+    mode: LOCAL_GOAL_MODE,
+    name: 'W1 vs the physical floor',
+    goal: `≤ ${f(LOCAL_W1_PHYSICAL, 1)}× one durable commit`,
+    actual:
+      v === undefined || !Number.isFinite(v.value)
+        ? 'not measured'
+        : `${f(v.value)}× (${f(local?.median ?? 0)} vs ${f(physical?.median ?? 0)} ms/step)${rangeText(v)}`,
+    met: v === undefined ? undefined : ok(v.value),
+    verdict: verdictOf(v, ok),
+  });
   return out;
 }

@@ -4,7 +4,7 @@
  * sender and by command, per leaf step, agentloom/breakdown.ts).
  */
 import type { RoundTrips, RoundTripWindow } from '../agentloom/breakdown.js';
-import { GOAL_MODES, GOAL_ROWS } from './goals33.js';
+import { GOAL_MODES, GOAL_ROWS, LOCAL_GOAL_MODE } from './goals33.js';
 import { labelOf, suite, type BenchReport, type Target } from './shape.js';
 
 const n = (value: number | undefined, digits = 2): string =>
@@ -24,6 +24,7 @@ export function verdictCell(t: Target): string {
 }
 
 const SHORT_MODE: Record<string, string> = {
+  [LOCAL_GOAL_MODE]: 'PostgreSQL + in-process queue',
   'agentloom-pg-redis-1': 'BullMQ/Redis, 1 worker process',
   'agentloom-pg-redis-2': 'BullMQ/Redis, 2 worker processes',
   'agentloom-pg-pgqueue-1': 'PostgreSQL queue, 1 worker process',
@@ -32,7 +33,9 @@ const SHORT_MODE: Record<string, string> = {
 /** The goals of issue 33: one row per goal and mode. */
 export function goalsTable(report: BenchReport): string {
   const goals = (report.targets ?? []).filter((t) => t.issue === 33);
-  const modes = GOAL_MODES.filter((m) => goals.some((g) => g.mode === m && g.verdict !== 'not measured'));
+  const modes = [LOCAL_GOAL_MODE, ...GOAL_MODES].filter((m) =>
+    goals.some((g) => g.mode === m && g.verdict !== 'not measured'),
+  );
   if (modes.length === 0) return '';
   const rows = GOAL_ROWS.flatMap((name) =>
     modes.flatMap((m) => {

@@ -5,6 +5,7 @@
  * the in-process one, with the lever that would remove it.
  */
 import type { RoundTrips } from '../agentloom/breakdown.js';
+import type { ProfileSummary } from '../agentloom/profile.js';
 import { scalingRows } from './scaling.js';
 import { counts, figure, marginal, suite, type BenchReport, type Target } from './shape.js';
 
@@ -119,6 +120,41 @@ function w1Reasons(report: BenchReport): string[] {
   ];
 }
 
+function physicalReasons(report: BenchReport): string[] {
+  if (missed(report, 'W1 vs the physical floor').length === 0) return [];
+  const local = figure(report, LOCAL, 'w1')?.median;
+  const commit = figure(report, 'floor-commit', 'w1')?.median;
+  const c = counts(report, LOCAL, 'w1');
+  const floorCounts = counts(report, 'floor-commit', 'w1');
+  const profile = (suite(report, LOCAL)?.extra as { profileW1?: ProfileSummary } | undefined)?.profileW1;
+  if (local === undefined || commit === undefined || !c) return [];
+  const fixed = c.serverMs + commit;
+  const steps = (suite(report, LOCAL)?.extra?.roundTrips as RoundTrips | undefined)?.w1.steps ?? 20;
+  const cpuPerStep = profile ? profile.busyMs / steps : undefined;
+  return [
+    `**In-process W1 ≤ 2× one durable commit** (${n(local)} ms per step against the physical floor's ` +
+      `${n(commit)}): a step is one statement that settles the leaf, stores its event, advances the parent and ` +
+      `inserts and claims the next leaf (${n(c.walBytes / 1024, 1)} KiB of WAL against the floor's ` +
+      `${n((floorCounts?.walBytes ?? 0) / 1024, 1)}), whose execution on the server alone takes ${n(c.serverMs)} ms ` +
+      `and whose commit waits for a WAL flush (${n(commit)} ms, the floor itself): ${n(fixed)} ms, ` +
+      `${n(fixed / commit)}× the floor, before any work of the engine. ` +
+      (profile && cpuPerStep !== undefined
+        ? `In the CPU profile of a W1 run the engine's main thread is busy ${n((100 * profile.busyMs) / profile.wallMs, 0)}% ` +
+          `of the time (≈ ${n(cpuPerStep)} ms per step: the leaf's run, the statement's values, its answer parsed) ` +
+          `and idle the rest, waiting on PostgreSQL. `
+        : '') +
+      `2× the floor (${n(2 * commit)} ms) would leave ${n(2 * commit - fixed)} ms per step for the engine's CPU ` +
+      `and for handing each round trip between the engine, the PostgreSQL backend and the WAL writer on ` +
+      `${report.machine.cores} cores` +
+      (cpuPerStep !== undefined && cpuPerStep > 2 * commit - fixed
+        ? `, less than the engine's CPU per step alone: not reachable by removing waits. `
+        : `. `) +
+      `What would move it: fewer row ` +
+      `versions per step (the leaf's insert and its completion as one row write when the step is short), a ` +
+      `smaller statement answer, less CPU per step in the engine.`,
+  ];
+}
+
 function w3Reasons(report: BenchReport): string[] {
   const rows = missed(report, 'W3 fan-out wall time');
   if (rows.length === 0) return [];
@@ -165,6 +201,7 @@ function statementReasons(report: BenchReport): string[] {
 /** The reasons, as bullet points ('' when every goal is met). */
 export function why33(report: BenchReport): string {
   const lines = [
+    ...physicalReasons(report),
     ...w1Reasons(report),
     ...w2Reasons(report),
     ...w3Reasons(report),
