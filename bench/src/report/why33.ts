@@ -7,7 +7,7 @@
 import type { RoundTrips } from '../agentloom/breakdown.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
 import { scalingRows } from './scaling.js';
-import { counts, figure, marginal, suite, type BenchReport, type Target } from './shape.js';
+import { counts, figure, labelOf, marginal, suite, type BenchReport, type Target } from './shape.js';
 
 const n = (value: number | undefined, digits = 2): string =>
   value === undefined || !Number.isFinite(value) ? '—' : value.toFixed(digits);
@@ -84,11 +84,34 @@ function w2Reasons(report: BenchReport): string[] {
         `${n(pgq.writeTransactions - r1.writeTransactions)} write transactions and ` +
         `${n((pgq.walBytes - r1.walBytes) / 1024, 1)} KiB of WAL per step (its job rows, written durably, and its ` +
         `polling), on the database that also holds the steps: the queue, not the engine, halves the throughput. ` +
+        (dbos && redis1 !== undefined && 1.5 * dbos > redis1
+          ? `The goal asks ${n(1.5 * dbos, 0)} steps/s: more than the same engine ran with no queue cost in the ` +
+            `database at all (the Redis mode, ${n(redis1, 0)}), so it cannot be met on this machine while the ` +
+            `queue is BullMQ's PostgreSQL backend. `
+          : '') +
         `Lever: let the step's own commit be the queue write (a runnable node row is the job) instead of a second ` +
         `durable queue beside it.`,
     );
   }
   return out;
+}
+
+/** When even the in-process mode (no queue at all) is above a mode's W1 bound on the design floor: said so. */
+function localBound(report: BenchReport, local: number | undefined, floor: number | undefined): string {
+  if (local === undefined || floor === undefined) return '';
+  const ratio = local / floor;
+  const below = missed(report, 'W1 vs the design floor').filter((t) => {
+    const bound = Number(/([\d.]+)×/.exec(t.goal)?.[1]);
+    return Number.isFinite(bound) && ratio > bound;
+  });
+  if (below.length === 0) return '';
+  const what = below.map((t) => `${t.goal} for ${labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')}`);
+  return (
+    ` In this run the in-process mode — the same steps with no queue at all — took ${n(ratio)}× the design ` +
+    `floor, above ${what.join('; ')}: a bound below what a step itself cost here, before any queue trip, so it ` +
+    `cannot be met on this machine in ${below.length === 1 ? 'that mode' : 'those modes'} (the step's own cost is ` +
+    `the in-process reason above).`
+  );
 }
 
 function w1Reasons(report: BenchReport): string[] {
@@ -116,7 +139,8 @@ function w1Reasons(report: BenchReport): string[] {
       `from the enqueue's rows handed over in memory), and \`wait\` learning of the end from another process (the ` +
       `end's notification, then one read). The root's first advance is written with the enqueue and \`wait\` skips ` +
       `its first read (${n(rt?.w1.statementsTotal, 2)} statements per step all-in); what is left is the queue's own ` +
-      `trip, which only a worker that finds new runs without the queue would remove.`,
+      `trip, which only a worker that finds new runs without the queue would remove.` +
+      localBound(report, local, floor?.median),
   ];
 }
 
