@@ -8,6 +8,7 @@ import type { BaseAgent } from '../../../agents/base-agent.js';
 import { WorkflowAgent } from '../../../agents/workflow/workflow.js';
 import type { Batcher } from '../../../core/batcher.js';
 import { AgentloomError } from '../../../core/errors.js';
+import { lazyChild } from '../../../core/lazy-logger.js';
 import type { StepJob, StepQueue } from '../../../queue/step-queue.js';
 import type { InvocationRow } from '../../../store/repos/invocations.js';
 import type { NodeJobRef, NodeRow } from '../../../store/repos/nodes.js';
@@ -138,9 +139,9 @@ export function workflowAgentOf(env: StepEnv, inv: InvocationRow, name: string):
   return agent instanceof WorkflowAgent ? agent : undefined;
 }
 
-/** A logger for one step: invocation, node path and attempt on every line. */
+/** A logger for one step: invocation, node path and attempt on every line (made when a line is logged). */
 export function stepLog(env: StepEnv, inv: InvocationRow, path: string, attempt?: number): Logger {
-  return env.deps.logger.child({
+  return lazyChild(env.deps.logger, {
     invocationId: inv.id,
     nodePath: path,
     ...(attempt === undefined ? {} : { attempt }),
