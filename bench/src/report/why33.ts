@@ -59,7 +59,7 @@ function w2Reasons(report: BenchReport): string[] {
           ? ` — below the goal: ${n(needed, 0)} steps/s needs ≤ ${n((cpu.cores * 1000) / needed)} ms of CPU per step in ` +
             `all, of which PostgreSQL's backends alone take ${n(cpu.pg)} today. Cannot be met on ${cpu.cores} ` +
             `cores at today's CPU per step; what would move it: less worker CPU per step (the worker profile above: GC, ` +
-            `socket writes, the logger's redaction, the pg driver) and fewer statements per invocation (below).`
+            `socket writes, the store's statement building, the pg driver) and fewer statements per invocation (below).`
           : ` — above the goal: the rest is round trips, not CPU (machine ${n(cpu.busy * 100, 0)}% busy).`),
     );
   }
