@@ -10,7 +10,6 @@
  * pg's client); nothing here is timed.
  */
 import { Queue } from 'bullmq';
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
@@ -22,21 +21,12 @@ import {
   type Engine,
   type InvocationContext,
 } from '../../src/index.js';
+import { recordSentStatements } from '../support/sent-statements.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
 /** Every statement this file's engines send (texts, lower-cased), for the second test. */
-const sent: string[] = [];
-const original = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = typeof first === 'string' ? first : first?.text;
-  if (text) sent.push(text.trim().toLowerCase());
-  return (original as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
-process.on('exit', () => {
-  pg.Client.prototype.query = original;
-});
+const sent = recordSentStatements();
 
 const BRANCHES = 10;
 const CONCURRENCY = 4;

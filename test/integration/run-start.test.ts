@@ -24,17 +24,11 @@ import {
   type InvocationContext,
 } from '../../src/index.js';
 import { scripted } from '../support/agents.js';
+import { recordSentStatements } from '../support/sent-statements.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
-const sent: string[] = [];
-const original = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = typeof first === 'string' ? first : first?.text;
-  if (text) sent.push(text.trim().toLowerCase());
-  return (original as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+const sent = recordSentStatements();
 
 /** `wait`'s read of an invocation (store/repos/tool-requests.ts `invocationWithPending`). */
 const isInvocationRead = (text: string) => text.startsWith('select row_to_json(i) as inv');
@@ -307,7 +301,4 @@ interface WithWatch {
 
 afterEach(() => {
   sent.length = 0;
-});
-process.on('exit', () => {
-  pg.Client.prototype.query = original;
 });
