@@ -19,8 +19,8 @@ export interface StepJob {
   definition?: string;
   /**
    * What the process that enqueued the job already knew of its node (a workflow node it just created), so the
-   * handler need not read it again. Kept only by the in-process queue and by jobs run here (LocalSlots): never serialized, never trusted beyond
-   * a guarded write (a stale hint only costs the normal path).
+   * handler need not read it again. Kept only by the in-process queue and by jobs run here (LocalSlots): never
+   * serialized, never trusted beyond a guarded write (a stale hint only costs the normal path).
    */
   hint?: object;
 }
@@ -66,10 +66,10 @@ export interface EnqueueOptions {
 export type StopConsuming = (options?: { abrupt?: boolean }) => Promise<void>;
 
 /**
- * Running jobs in this process, in slots of the concurrency it consumes the queue with. The jobs are of nodes
- * this process claimed as it created them (a fan-out's leaves): a shared queue runs them without writing them
- * to its backend — no other worker could take them, and the lease each carries is its recovery — while what is
- * left of the fan-out goes through the queue to every worker.
+ * Running jobs in this process, in slots of the concurrency it consumes the queue with: jobs of leaves this
+ * process claimed as it created them (a fan-out's), and of workflow nodes it has just made runnable and knows as
+ * written (a join). A shared queue runs them without writing them to its backend — the lease of a claimed leaf,
+ * or the reconciler for a pending node, is their recovery — while the rest goes through the queue to every worker.
  */
 export interface LocalSlots {
   /** How many more jobs of `definition` would start at once here now (0 when this process does not consume). */

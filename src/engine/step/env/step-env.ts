@@ -159,22 +159,21 @@ export function stepLog(env: StepEnv, inv: InvocationRow, path: string, attempt?
 export async function wake(env: StepEnv, jobs: NodeJobRef[], inv: InvocationRow): Promise<void> {
   if (jobs.length === 0) return;
   const { here } = env.deps.queue;
-  const tagged = jobs.map((job) => ({ ...job, definition: inv.definitionHash }));
-  const hintOf = (job: StepJob) => job.hint as JobHint | undefined;
-  const claimed = here ? tagged.filter((job) => hintOf(job)?.claimed) : [];
-  if (claimed.length > 0) here?.run(claimed);
-  let idle = here && claimed.length < tagged.length ? here.idle(inv.definitionHash) : 0;
-  const queued: StepJob[] = [];
+  const claimed: StepJob[] = [];
   const known: StepJob[] = [];
-  for (const job of tagged) {
-    const hint = hintOf(job);
-    if (here && hint?.claimed) continue;
-    if (hint && idle > 0) {
-      known.push(job);
-      idle -= 1;
-    } else queued.push(job);
+  const queued: StepJob[] = [];
+  for (const job of jobs) {
+    const tagged = { ...job, definition: inv.definitionHash };
+    const hint = job.hint as JobHint | undefined;
+    if (here && hint?.claimed) claimed.push(tagged);
+    else if (here && hint) known.push(tagged);
+    else queued.push(tagged);
   }
-  if (known.length > 0) here?.run(known);
+  // The claimed leaves first: their slots were counted when they were claimed; the known nodes take what is left.
+  if (claimed.length > 0) here?.run(claimed);
+  const idle = known.length > 0 && here ? here.idle(inv.definitionHash) : 0;
+  if (idle > 0) here?.run(known.slice(0, idle));
+  queued.push(...known.slice(idle));
   if (queued.length === 0) return;
   try {
     await env.deps.queue.enqueue(queued);
