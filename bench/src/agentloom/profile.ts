@@ -32,6 +32,8 @@ export interface ProfileSummary {
   busyMs: number;
   byArea: ProfileEntry[];
   byFunction: ProfileEntry[];
+  /** Runs of the workload the profile spans (1 when absent). */
+  runs?: number;
 }
 
 /** The area a frame belongs to: an agentloom folder, an npm package, or a V8/Node bucket. */

@@ -7,7 +7,7 @@
  *    period, and an idle window at the end gives the background rate to subtract;
  * 3. the marginal statements of a leaf step: (statements of a 20-leaf run − those of a 5-leaf run) / 15, which
  *    removes what every invocation costs once (enqueue, wait, root node);
- * 4. pg-local only: a CPU profile of one W1 and one W2 run (not timed);
+ * 4. pg-local only: a CPU profile of 10 W1 runs and one W2 run (not timed);
  * 5. PostgreSQL modes: where a step's round trips go (breakdown.ts: Redis commands and statements by kind, one
  *    W1 and one W2 run, not timed).
  *
@@ -22,6 +22,9 @@ import { MODE_LABELS, openMode, type ModeName } from './modes.js';
 import { cpuProfile } from './profile.js';
 import { roundTrips } from './breakdown.js';
 import { seq5Alone, w1, w2, w3, W3_STEPS } from './workloads.js';
+
+/** W1 runs the CPU profile of the in-process mode spans. */
+const W1_PROFILE_RUNS = 10;
 
 /** Runs W1–W3 (and counters, and a profile on pg-local) for `mode`. */
 export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<SuiteResult> {
@@ -127,7 +130,13 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     if (once && mode === 'pg-local') {
       result.extra = {
         ...result.extra,
-        profileW1: await cpuProfile(() => w1(engine)),
+        // Several W1 runs: one run is ~25 ms, a few dozen samples, too few for a per-step CPU figure.
+        profileW1: {
+          ...(await cpuProfile(async () => {
+            for (let i = 0; i < W1_PROFILE_RUNS; i++) await w1(engine);
+          })),
+          runs: W1_PROFILE_RUNS,
+        },
         profileW2: await cpuProfile(() => w2(engine, scale.w2Invocations)),
       };
     }

@@ -222,8 +222,20 @@ function whereTimeGoes(report: BenchReport): string {
     );
   }
   const extra = local?.extra as { profileW1?: ProfileSummary; profileW2?: ProfileSummary } | undefined;
-  parts.push(profileSection('CPU profile, W1 (one run), PostgreSQL + in-process queue', extra?.profileW1));
-  parts.push(profileSection('CPU profile, W2 (one run), PostgreSQL + in-process queue', extra?.profileW2));
+  const runs = (p: ProfileSummary | undefined): string =>
+    p?.runs && p.runs > 1 ? `${p.runs} runs` : 'one run';
+  parts.push(
+    profileSection(
+      `CPU profile, W1 (${runs(extra?.profileW1)}), PostgreSQL + in-process queue`,
+      extra?.profileW1,
+    ),
+  );
+  parts.push(
+    profileSection(
+      `CPU profile, W2 (${runs(extra?.profileW2)}), PostgreSQL + in-process queue`,
+      extra?.profileW2,
+    ),
+  );
   return parts.filter(Boolean).join('\n');
 }
 
