@@ -5,7 +5,6 @@
  * of the branches. Escalation and output come out as the transactional join
  * gives them. On PGlite and PostgreSQL (transactions counted on PostgreSQL, where each is a BEGIN sent).
  */
-import pg from 'pg';
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import {
@@ -18,16 +17,10 @@ import {
 } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
 import { backends, engineOn } from '../support/engines.js';
+import { recordSentStatements } from '../support/sent-statements.js';
 
-// Every BEGIN any pg client of this file sends (each test file runs in its own worker).
-let begins = 0;
-const original = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = (typeof first === 'string' ? first : first?.text)?.trim().toLowerCase();
-  if (text === 'begin') begins++;
-  return (original as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+// Every statement any pg client of this file sends (each test file runs in its own worker).
+const sent = recordSentStatements();
 
 /** Says its name; with `escalate`, escalates. */
 class Say extends BaseAgent {
@@ -74,10 +67,10 @@ describe.each(backends)('a parallel join from its checkpoint ($name)', (backend)
       // A warm-up run: the first statements of a connection are not what is counted.
       const warm = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
       await engine.wait(warm.invocationId);
-      begins = 0;
+      sent.length = 0;
       const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
       const done = await engine.wait(run.invocationId);
-      const transactions = begins;
+      const transactions = sent.filter((t) => t === 'begin').length;
       expect(done).toMatchObject({ status: 'completed', output: 'said after', escalated: false });
       const rows = await queryRows<NodeOut>(
         engine.store.db,

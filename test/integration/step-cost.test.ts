@@ -3,7 +3,6 @@
  * transactions per leaf step of a sequence on PostgreSQL, in steady state: at most the design budget
  * (ARCHITECTURE "Performance budget": 5 statements, 2 write transactions).
  */
-import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -14,6 +13,7 @@ import {
   type Engine,
   type InvocationContext,
 } from '../../src/index.js';
+import { recordSentWithTransactions } from '../support/sent-statements.js';
 import { createTestDatabase } from '../support/services.js';
 
 /** A leaf that emits one event. */
@@ -30,19 +30,7 @@ const MAX_TRANSACTIONS_PER_STEP = 2;
 
 // Every statement any pg client of this test file sends (each file runs in its own worker), and whether it ran
 // inside an explicit transaction of its connection.
-const sent: { text: string; inTransaction: boolean }[] = [];
-const open = new WeakSet<pg.Client>();
-const original = pg.Client.prototype.query;
-pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
-  const first = args[0] as string | { text?: string } | undefined;
-  const text = (typeof first === 'string' ? first : first?.text)?.trim().toLowerCase();
-  if (text) {
-    if (text === 'begin') open.add(this);
-    sent.push({ text, inTransaction: open.has(this) });
-    if (text === 'commit' || text === 'rollback') open.delete(this);
-  }
-  return (original as (...a: unknown[]) => unknown).apply(this, args);
-} as typeof pg.Client.prototype.query;
+const sent = recordSentWithTransactions();
 
 /** A statement that writes (in autocommit mode each one is a write transaction of its own). */
 const writes = (text: string) =>
@@ -53,7 +41,6 @@ const writes = (text: string) =>
 describe('cost of a step on PostgreSQL', () => {
   let engine: Engine;
   afterAll(async () => {
-    pg.Client.prototype.query = original;
     await engine?.close();
   });
 
