@@ -28,6 +28,12 @@ export default tseslint.config(
     },
   },
   {
+    // The engine logs through pino (structured, redacted, leveled); only the CLI writes to the console.
+    files: ['src/**/*.ts'],
+    ignores: ['src/cli/**'],
+    rules: { 'no-console': 'error' },
+  },
+  {
     // Plain Node scripts (the CLI's launcher, the example MCP server, bench scripts).
     files: ['bin/**/*.js', '**/*.mjs'],
     languageOptions: {

@@ -276,7 +276,6 @@ export class BullmqQueue implements StepQueue {
     }
     consumer.active++;
     try {
-      console.log('DBG', job.timestamp, job.delay, job.opts?.delay, job.processedOn);
       // BullMQ's PostgreSQL backend reads `delay` back as 0 from a job added with `add`; its opts keep it.
       await this.runStep(consumer.handler, parsed.data, job.timestamp + (job.delay || job.opts.delay || 0));
     } finally {
