@@ -74,6 +74,9 @@ function resolveQueue(
       details: { field: 'queue' },
     });
   }
+  // A StepQueue of the caller's own (before the option shapes: BullmqQueue, for one, has a `redis` field).
+  if (typeof (chosen as StepQueue).enqueue === 'function')
+    return { queue: chosen as StepQueue, bus: notifyBus() };
   if ('redis' in chosen) {
     if (typeof chosen.redis !== 'string' || !/^rediss?:\/\//.test(chosen.redis)) {
       throw new AgentloomError(
@@ -100,8 +103,15 @@ function resolveQueue(
     }
     return {
       queue: new BullmqQueue({
-        // A pool that survives a server restart (BullMQ's own would crash the process on one).
-        connection: { postgres: createResilientPool(chosen.postgres, 20, { searchPath: BULLMQ_PG_SCHEMA }) },
+        // A pool that survives a server restart (BullMQ's own would crash the process on one). Its commits do not
+        // wait for the disk: a job is a wake-up, and one a server crash loses is re-woken by the reconciler from
+        // the nodes, as when Redis is wiped (ARCHITECTURE "Failure model").
+        connection: {
+          postgres: createResilientPool(chosen.postgres, 20, {
+            searchPath: BULLMQ_PG_SCHEMA,
+            asyncCommit: true,
+          }),
+        },
         prefix: chosen.prefix,
         leaseMs,
         onError,
@@ -109,8 +119,6 @@ function resolveQueue(
       bus: notifyBus(),
     };
   }
-  if (typeof (chosen as StepQueue).enqueue === 'function')
-    return { queue: chosen as StepQueue, bus: notifyBus() };
   throw new AgentloomError('CONFIG', QUEUE_HINT, { details: { field: 'queue' } });
 }
 

@@ -15,6 +15,7 @@ import {
   type PgPool,
 } from 'bullmq';
 import { Redis } from 'ioredis';
+import type { EventEmitter } from 'node:events';
 import { AgentloomError } from '../core/errors.js';
 import {
   jobId,
@@ -98,6 +99,10 @@ export class BullmqQueue implements StepQueue {
   private readonly redis: Redis | undefined;
   private readonly pool: PgPool | undefined;
   private migrated: Promise<unknown> | undefined;
+  /** The 'error' listeners each PostgreSQL producer's connection added to the pool. */
+  private readonly poolListeners = new Map<Queue, ((...args: unknown[]) => void)[]>();
+  /** The pool as the event emitter it is (BullMQ's `PgPool` type leaves that out). */
+  private readonly poolEvents: EventEmitter | undefined;
   /** The queues this process consumes, by queue name. */
   private readonly consumers = new Map<string, Consumer>();
 
@@ -129,6 +134,10 @@ export class BullmqQueue implements StepQueue {
     } else {
       this.kind = 'postgres';
       this.pool = options.connection.postgres;
+      // Every BullMQ queue and worker on the pool adds an 'error' listener to it (one per definition served, and
+      // per definition enqueued to): many are expected, none is a leak.
+      this.poolEvents = this.pool as unknown as EventEmitter;
+      this.poolEvents.setMaxListeners(0);
     }
   }
 
@@ -153,8 +162,17 @@ export class BullmqQueue implements StepQueue {
       if (this.redis) {
         queue = new Queue(name, { connection: this.redis, streams: { events: { maxLen: EVENTS_MAX_LEN } } });
       } else {
+        const pool = this.pool as PgPool;
         const { Queue: PgQueue } = withBackend(createPostgresBackend);
-        queue = new PgQueue(name, { connection: this.pool as PgPool }) as unknown as Queue;
+        const events = this.poolEvents as EventEmitter;
+        const before = new Set(events.listeners('error'));
+        queue = new PgQueue(name, { connection: pool }) as unknown as Queue;
+        // Its connection listens for the pool's errors and never stops (close included): remembered, so that a
+        // dropped producer's listener goes with it.
+        this.poolListeners.set(
+          queue,
+          events.listeners('error').filter((l) => !before.has(l)) as ((...args: unknown[]) => void)[],
+        );
       }
       queue.on('error', (err) => this.options.onError?.(err));
       this.queues.set(name, queue);
@@ -169,13 +187,38 @@ export class BullmqQueue implements StepQueue {
       if (list) list.push(job);
       else byDefinition.set(job.definition, [job]);
     }
-    await Promise.all(
-      [...byDefinition].map(([definition, group]) => this.add(this.producer(definition), group, options)),
-    );
+    await Promise.all([...byDefinition].map(([definition, group]) => this.add(definition, group, options)));
   }
 
-  private async add(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
+  private async add(
+    definition: string | undefined,
+    jobs: readonly StepJob[],
+    options: EnqueueOptions,
+  ): Promise<void> {
     await this.ready();
+    const queue = this.producer(definition);
+    try {
+      await this.addTo(queue, jobs, options);
+    } catch (err) {
+      // BullMQ's PostgreSQL backend checks a queue's schema once and keeps the outcome, a failure too: a producer
+      // first used while the server restarts would fail every add for good. One whose add failed is dropped; the
+      // next add makes a fresh one (the Redis backend's connection recovers by itself).
+      if (this.kind === 'postgres') this.dropProducer(this.queueName(definition), queue);
+      throw err;
+    }
+  }
+
+  private dropProducer(name: string, queue: Queue): void {
+    if (this.queues.get(name) !== queue) return;
+    this.queues.delete(name);
+    for (const listener of this.poolListeners.get(queue) ?? []) {
+      this.poolEvents?.removeListener('error', listener);
+    }
+    this.poolListeners.delete(queue);
+    void queue.close().catch(() => undefined);
+  }
+
+  private async addTo(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
     const entries = jobs.map((job) => ({
       name: JOB_NAME,
       // Only the job's identity crosses the process boundary (an in-process hint does not).

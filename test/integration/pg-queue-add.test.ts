@@ -2,16 +2,23 @@
  * Wake-ups on BullMQ's PostgreSQL backend (issue 33): a few jobs are added one `add_job` insert each, because the
  * backend's bulk add creates two temporary tables per call (catalog writes, ~26 KB of WAL: 3 ms for one job, 11 ms
  * under 200 concurrent enqueues, which halved the PostgreSQL-only mode's W2 throughput). A large group (a fan-out
- * no worker had slots for) still goes in one bulk add. Every job added either way is delivered, once.
+ * no worker had slots for) still goes in one bulk add. Every job added either way is delivered, once. And the
+ * mode's queue commits without waiting for the disk (`synchronous_commit = off` on its connections): a job is a
+ * wake-up that the reconciler re-derives from the nodes if a server crash loses it.
  *
  * Observed through the statements this process sends (a hook on pg's client) and the jobs the handler receives on
  * a real PostgreSQL; nothing here is timed.
  */
+import { sql } from 'drizzle-orm';
+import pg from 'pg';
+import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createEngine } from '../../src/index.js';
 import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../../src/queue/bullmq-queue.js';
 import type { StepJob, StopConsuming } from '../../src/queue/step-queue.js';
 import { createResilientPool } from '../../src/store/db/pg-pool.js';
 import { recordSentStatements } from '../support/sent-statements.js';
+import { freePort } from '../support/local-services.js';
 import { createTestDatabase, testQueuePrefix } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -94,4 +101,50 @@ describe("wake-ups on BullMQ's PostgreSQL backend", () => {
     expect(delivered[0]?.at).toBeGreaterThanOrEqual(before + 300);
     expect(delivered[0]?.readyAt).toBeGreaterThanOrEqual(before + 300);
   });
+
+  it("runs the PostgreSQL-only mode's queue on connections that commit asynchronously, and the steps' durably", async () => {
+    // The test server commits asynchronously everywhere (speed); this database is set back to PostgreSQL's default.
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await admin.query(`alter database "${new URL(url).pathname.slice(1)}" set synchronous_commit = on`);
+    await admin.end();
+    const engine = await createEngine({
+      apps: [],
+      database: url,
+      queue: { postgres: url, prefix: testQueuePrefix() },
+      worker: false,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      // The queue's own pool (private: nothing else exposes it), and the store's.
+      const queuePool = (engine as unknown as { queue: { pool: { query(q: string): Promise<QueryResult> } } })
+        .queue.pool;
+      expect((await queuePool.query('show synchronous_commit')).rows[0]?.synchronous_commit).toBe('off');
+      const store = await engine.store.db.execute(sql`show synchronous_commit`);
+      expect((store as unknown as QueryResult).rows[0]?.synchronous_commit).toBe('on');
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('replaces a producer whose add failed, and the pool keeps no listener of the ones dropped', async () => {
+    // A server that is not there: every add fails, as while PostgreSQL restarts. BullMQ's PostgreSQL backend keeps
+    // a producer's failed schema check for good, so each failed producer is dropped and the next add makes another.
+    const pool = createResilientPool(`postgres://postgres@127.0.0.1:${await freePort()}/none`, 2, {
+      searchPath: BULLMQ_PG_SCHEMA,
+    });
+    const queue = new BullmqQueue({
+      connection: { postgres: pool },
+      prefix: testQueuePrefix(),
+      leaseMs: 30_000,
+    });
+    // Skip the schema migration (it needs the server too): the adds are what fail here.
+    (queue as unknown as { migrated: Promise<unknown> }).migrated = Promise.resolve();
+    open.push({ queue });
+    const baseline = pool.listenerCount('error');
+    for (let i = 0; i < 5; i++) await expect(queue.enqueue(jobs(1, `down-${i}`))).rejects.toThrow();
+    expect(pool.listenerCount('error')).toBe(baseline);
+  });
 });
+
+type QueryResult = { rows: { synchronous_commit?: string }[] };

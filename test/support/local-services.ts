@@ -94,12 +94,27 @@ function stopper(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000):
     });
 }
 
+/** A PostgreSQL started by {@link startLocalPostgres}. */
+export interface LocalPostgres extends LocalServer {
+  /**
+   * Crashes the server: an immediate shutdown (SIGQUIT), whose processes exit without writing what is still in
+   * PostgreSQL's WAL buffers; the next start runs crash recovery. What was committed synchronously survives (it
+   * reached the kernel before the commit returned); asynchronous commits of the last few hundred ms may not.
+   */
+  crash(): Promise<void>;
+}
+
 /**
  * Starts a throwaway PostgreSQL (trust auth, fsync off: test data only) under `dir`, on a free port or on
  * `options.port`. A data directory already initialised under `dir` is reused, so a stopped server can be started
- * again with its data on the same port (a database restart as its clients see it).
+ * again with its data on the same port (a database restart as its clients see it). Commits are asynchronous
+ * (speed) unless `durableCommits`: then `synchronous_commit` is PostgreSQL's default (on), as in production, for
+ * tests that crash the server (fsync stays off: a server crash, unlike a machine's, keeps what the kernel has).
  */
-export async function startLocalPostgres(dir: string, options: { port?: number } = {}): Promise<LocalServer> {
+export async function startLocalPostgres(
+  dir: string,
+  options: { port?: number; durableCommits?: boolean } = {},
+): Promise<LocalPostgres> {
   const bin = findPostgresBinDir();
   mkdirSync(dir, { recursive: true });
   ownByPostgres(dir);
@@ -116,7 +131,7 @@ export async function startLocalPostgres(dir: string, options: { port?: number }
     unix_socket_directories: dir,
     max_connections: '400',
     fsync: 'off',
-    synchronous_commit: 'off',
+    synchronous_commit: options.durableCommits ? 'on' : 'off',
     full_page_writes: 'off',
     shared_buffers: '128MB',
   };
@@ -144,8 +159,8 @@ export async function startLocalPostgres(dir: string, options: { port?: number }
     child.kill('SIGKILL');
     throw new Error(`could not start postgres: ${String(err)}\n${stderr}`);
   }
-  // SIGINT = "fast shutdown": disconnect clients, then exit cleanly.
-  return { url, pid: child.pid ?? 0, stop: stopper(child, 'SIGINT') };
+  // SIGINT = "fast shutdown": disconnect clients, then exit cleanly. SIGQUIT = "immediate shutdown": a crash.
+  return { url, pid: child.pid ?? 0, stop: stopper(child, 'SIGINT'), crash: stopper(child, 'SIGQUIT') };
 }
 
 /**

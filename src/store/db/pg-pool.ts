@@ -11,17 +11,21 @@ import pg from 'pg';
  * five executions (PostgreSQL's default, which also may keep re-planning it for good): the engine's hot statements
  * are a few fixed, primary-key-guarded CTEs that take a millisecond or two to plan, and a statement that a
  * connection runs rarely (a parallel's join) would pay that every time. Statements that depend on a partial index
- * spell its predicate with literals, which a generic plan still matches.
+ * spell its predicate with literals, which a generic plan still matches. With `asyncCommit`, its transactions
+ * commit without waiting for their WAL to reach disk (`synchronous_commit = off`): for writes that may be lost in
+ * a server crash without harm — the PostgreSQL-only mode's queue, whose jobs are wake-ups the reconciler re-derives
+ * from the nodes (a crash loses at most the last few hundred ms of them; the database stays consistent).
  */
 export function createResilientPool(
   url: string,
   max: number,
-  options: { searchPath?: string; genericPlans?: boolean } = {},
+  options: { searchPath?: string; genericPlans?: boolean; asyncCommit?: boolean } = {},
 ): pg.Pool {
   const settings = [
     // Pinned per connection (a pool handed to BullMQ must resolve its functions in BullMQ's schema).
     ...(options.searchPath ? [`-c search_path=${options.searchPath}`] : []),
     ...(options.genericPlans ? ['-c plan_cache_mode=force_generic_plan'] : []),
+    ...(options.asyncCommit ? ['-c synchronous_commit=off'] : []),
   ];
   const pool = new pg.Pool({
     connectionString: url,
