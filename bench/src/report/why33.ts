@@ -7,6 +7,7 @@
 import type { RoundTrips } from '../agentloom/breakdown.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
 import { scalingRows } from './scaling.js';
+import { statementKind } from './sections33.js';
 import { counts, figure, labelOf, marginal, suite, type BenchReport, type Target } from './shape.js';
 
 const n = (value: number | undefined, digits = 2): string =>
@@ -132,6 +133,31 @@ function localBound(
   );
 }
 
+/** What the PostgreSQL queue's trip is made of, when a W1 goal of that mode is missed. */
+function pgqTrip(
+  report: BenchReport,
+  pgq: number | undefined,
+  local: number | undefined,
+  steps: number,
+): string {
+  const missedHere = [...missed(report, 'W1 vs the design floor'), ...missed(report, 'W1 vs DBOS')].some(
+    (t) => t.mode === PGQ,
+  );
+  const rt = suite(report, PGQ)?.extra?.roundTrips as RoundTrips | undefined;
+  if (!missedHere || !rt || pgq === undefined || local === undefined) return '';
+  const queuePerRun =
+    rt.w1.statements
+      .filter((s) => statementKind(s.query) === 'queue (BullMQ on PostgreSQL)')
+      .reduce((sum, s) => sum + s.callsPerStep, 0) * rt.w1.steps;
+  return (
+    ` With the PostgreSQL queue the trip is ${n((pgq - local) * steps, 1)} ms per run: ` +
+    `${n(queuePerRun, 0)} statements of BullMQ's on the database that runs the steps (the job's add after the ` +
+    `enqueue commits, its fetch once the worker's LISTEN connection hears of it, its finish), each a transaction ` +
+    `of its own (committed without waiting for the disk) and a round trip in the run's critical path where Redis ` +
+    `answers a command in microseconds.`
+  );
+}
+
 function w1Reasons(report: BenchReport): string[] {
   const rows = [...missed(report, 'W1 vs the design floor'), ...missed(report, 'W1 vs DBOS')];
   if (rows.length === 0) return [];
@@ -158,6 +184,7 @@ function w1Reasons(report: BenchReport): string[] {
       `end's notification, then one read). The root's first advance is written with the enqueue and \`wait\` skips ` +
       `its first read (${n(rt?.w1.statementsTotal, 2)} statements per step all-in); what is left is the queue's own ` +
       `trip, which only a worker that finds new runs without the queue would remove.` +
+      pgqTrip(report, pgq, local, steps) +
       localBound(report, local, [
         { goal: 'W1 vs the design floor', what: 'the design floor', median: floor?.median },
         { goal: 'W1 vs DBOS', what: 'DBOS', median: figure(report, 'dbos', 'w1')?.median },
