@@ -13,7 +13,7 @@ import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine } from '../../src/index.js';
+import { BaseAgent, createEngine, createEvent } from '../../src/index.js';
 import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../../src/queue/bullmq-queue.js';
 import type { StepJob, StopConsuming } from '../../src/queue/step-queue.js';
 import { createResilientPool } from '../../src/store/db/pg-pool.js';
@@ -145,6 +145,39 @@ describe("wake-ups on BullMQ's PostgreSQL backend", () => {
     for (let i = 0; i < 5; i++) await expect(queue.enqueue(jobs(1, `down-${i}`))).rejects.toThrow();
     expect(pool.listenerCount('error')).toBe(baseline);
   });
+
+  it('takes a StepQueue the caller built (createEngine({ queue })), and enqueues runs on it', async () => {
+    const queue = pgQueue();
+    const engine = await createEngine({
+      apps: [{ name: 'noop', agent: new Say({ name: 'noop' }) }],
+      database: url,
+      queue,
+      worker: false,
+      logger: pino({ level: 'silent' }),
+    });
+    try {
+      const { invocationId } = await engine.enqueue({ app: 'noop', userId: 'u', input: 'go' });
+      // The run's job is on the queue of its definition: a consumer serving that definition receives it.
+      const { definitionHash } = await engine.get(invocationId);
+      const delivered: string[] = [];
+      open[0]!.stop = await queue.process(
+        async (job) => {
+          delivered.push(job.invocationId);
+        },
+        { concurrency: 1, definitions: [definitionHash] },
+      );
+      await waitFor(() => delivered.includes(invocationId), { timeoutMs: 30_000 });
+    } finally {
+      await engine.close();
+    }
+  });
 });
+
+/** Says hello. */
+class Say extends BaseAgent {
+  protected override async *runImpl() {
+    yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: 'hello' }] } });
+  }
+}
 
 type QueryResult = { rows: { synchronous_commit?: string }[] };
