@@ -143,7 +143,13 @@ export class BullmqQueue implements StepQueue {
 
   /** Creates or upgrades BullMQ's own schema (`bullmq`) once, under BullMQ's migration lock. */
   private async ready(): Promise<void> {
-    if (this.pool) await (this.migrated ??= runMigrations(this.pool, BULLMQ_PG_SCHEMA));
+    if (!this.pool) return;
+    // A failure is not kept: a process that first needs the queue while PostgreSQL restarts tries again next time.
+    this.migrated ??= runMigrations(this.pool, BULLMQ_PG_SCHEMA).catch((err: unknown) => {
+      this.migrated = undefined;
+      throw err;
+    });
+    await this.migrated;
   }
 
   /**

@@ -9,6 +9,9 @@
  * Observed through the statements this process sends (a hook on pg's client) and the jobs the handler receives on
  * a real PostgreSQL; nothing here is timed.
  */
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import { pino } from 'pino';
@@ -18,7 +21,7 @@ import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../../src/queue/bullmq-queue.js';
 import type { StepJob, StopConsuming } from '../../src/queue/step-queue.js';
 import { createResilientPool } from '../../src/store/db/pg-pool.js';
 import { recordSentStatements } from '../support/sent-statements.js';
-import { freePort } from '../support/local-services.js';
+import { freePort, startLocalPostgres, type LocalServer } from '../support/local-services.js';
 import { createTestDatabase, testQueuePrefix } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -169,6 +172,41 @@ describe("wake-ups on BullMQ's PostgreSQL backend", () => {
       await waitFor(() => delivered.includes(invocationId), { timeoutMs: 30_000 });
     } finally {
       await engine.close();
+    }
+  });
+
+  it('migrates and adds once PostgreSQL is back, when first used while it was away', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'agentloom-pgq-'));
+    chmodSync(dir, 0o755); // the postgres user reaches its data directory below this one
+    const pool = createResilientPool(`postgres://postgres@127.0.0.1:${port}/postgres`, 3, {
+      searchPath: BULLMQ_PG_SCHEMA,
+    });
+    const queue = new BullmqQueue({
+      connection: { postgres: pool },
+      prefix: testQueuePrefix(),
+      leaseMs: 30_000,
+    });
+    let server: LocalServer | undefined;
+    let stop: StopConsuming | undefined;
+    try {
+      // Nothing listens yet: BullMQ's schema cannot be checked or created, and the add fails.
+      await expect(queue.enqueue(jobs(1, 'early'))).rejects.toThrow();
+      server = await startLocalPostgres(join(dir, 'pg'), { port });
+      await queue.enqueue(jobs(1, 'later'));
+      const delivered: string[] = [];
+      stop = await queue.process(
+        async (job) => {
+          delivered.push(job.invocationId);
+        },
+        { concurrency: 1 },
+      );
+      await waitFor(() => delivered.includes('later-0'), { timeoutMs: 30_000 });
+    } finally {
+      await stop?.();
+      await queue.close();
+      await server?.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
