@@ -54,10 +54,16 @@ export class PartialFeed {
 
   /** Starts feeding from the bus (published by whichever process runs the step); once. */
   subscribe(): Promise<unknown> {
-    this.subscribed ??= this.bus.subscribe('partial', (message) => {
-      const event = parsePartialMessage(message);
-      if (event) this.events.emit(event.invocationId, event);
-    });
+    this.subscribed ??= this.bus
+      .subscribe('partial', (message) => {
+        const event = parsePartialMessage(message);
+        if (event) this.events.emit(event.invocationId, event);
+      })
+      .catch((err: unknown) => {
+        // Not kept: a subscription that found the bus away is tried again by the next caller.
+        this.subscribed = undefined;
+        throw err;
+      });
     return this.subscribed;
   }
 }

@@ -137,9 +137,16 @@ export class Store {
         },
         () => this.notices.emit('reconnect'),
       )
-      .then((unlisten) => {
-        this.unlisten = unlisten;
-      });
+      .then(
+        (unlisten) => {
+          this.unlisten = unlisten;
+        },
+        (err: unknown) => {
+          // Not kept: a follow that found the database away must not fail every later follow of this process.
+          this.listening = undefined;
+          throw err;
+        },
+      );
     await this.listening;
     const handler = (notice: EventNotice) => {
       if (notice.sessionId === sessionId) onNotice(notice);

@@ -110,6 +110,29 @@ describe('LISTEN across a PostgreSQL restart', () => {
     }
   });
 
+  it('follows a session once the server is back, when the first follow found it away', async () => {
+    const store = await Store.open(server.url);
+    try {
+      const session = await store.createSession({ app: 'reconnect', userId: 'bea' });
+      await server.stop();
+      await expect(store.followSession(session.id, () => undefined)).rejects.toThrow();
+      server = await startLocalPostgres(dir, { port });
+      const seqs: number[] = [];
+      await store.followSession(session.id, (notice) => seqs.push(notice.seq));
+      await store.appendEvent({
+        sessionId: session.id,
+        event: {
+          author: 'user',
+          content: { role: 'user', parts: [{ text: 'back' }] },
+          actions: { stateDelta: {}, artifactDelta: {} },
+        },
+      });
+      await waitFor(() => seqs.includes(1), { timeoutMs: 15_000, what: "the event's notice" });
+    } finally {
+      await store.close();
+    }
+  });
+
   it('a listener closed while the server is down does not reconnect when it comes back', async () => {
     // Short backoff, so that a listener that ignored close() would be back well within the watch below.
     const listener = new PgListener(server.url, { minBackoffMs: 10, maxBackoffMs: 50 });

@@ -24,7 +24,7 @@ export class SettleWatch {
   /**
    * Resolves once listening (the first call starts it). Call before creating an invocation, then
    * {@link enqueued} after: a notification of it cannot be missed in between. A failure to listen is swallowed
-   * (nothing is then known, and waits read as before).
+   * (nothing is then known, and waits read as before) and tried again on the next call.
    */
   ready(): Promise<unknown> {
     this.listening ??= this.store
@@ -38,7 +38,10 @@ export class SettleWatch {
           if (this.closed) return unlisten();
           this.unlisten = unlisten;
         },
-        () => undefined,
+        () => {
+          // Not kept: the next call tries to listen again (until then, waits read as before).
+          this.listening = undefined;
+        },
       );
     return this.listening;
   }
