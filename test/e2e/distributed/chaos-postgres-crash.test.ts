@@ -9,59 +9,13 @@
  * exactly-once tool effects, well within the time limit, and no worker process exits.
  * The fixture ledger lives on the shared test server, which stays up (the outside world of the tools).
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../../src/index.js';
-import {
-  Cluster,
-  prepareLedger,
-  producerEngine,
-  sqlPool,
-  type ClusterOptions,
-} from '../../support/cluster.js';
-import { startLocalPostgres, type LocalPostgres } from '../../support/local-services.js';
-import { createTestDatabase, testQueuePrefix } from '../../support/services.js';
+import { describe, expect, it } from 'vitest';
+import { Cluster } from '../../support/cluster.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+import { ownPostgres } from './own-postgres.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'agentloom-pgcrash-'));
-// The postgres user must be able to reach its data directory below this one.
-chmodSync(dir, 0o755);
-let postgres: LocalPostgres = await startLocalPostgres(join(dir, 'pg'), { durableCommits: true });
-afterAll(async () => {
-  await postgres.stop();
-  rmSync(dir, { recursive: true, force: true });
-});
-const port = Number(new URL(postgres.url).port);
-
-const ledgerUrl = await createTestDatabase();
-await prepareLedger(ledgerUrl);
-const options: ClusterOptions = {
-  databaseUrl: postgres.url,
-  queue: 'postgres',
-  prefix: testQueuePrefix(),
-  ledgerUrl,
-  leaseMs: 2_000,
-};
-const engineDb = sqlPool(postgres.url);
-const ledgerDb = sqlPool(ledgerUrl);
-let engine: Engine | undefined;
-afterAll(async () => {
-  await engine?.close();
-  await engineDb.end();
-  await ledgerDb.end();
-});
-
-async function restartPostgres(): Promise<void> {
-  await postgres.stop(); // SIGINT: fast shutdown, clients disconnected
-  postgres = await startLocalPostgres(join(dir, 'pg'), { port, durableCommits: true });
-}
-
-async function crashPostgres(): Promise<void> {
-  await postgres.crash(); // SIGQUIT: immediate shutdown, crash recovery at the next start
-  postgres = await startLocalPostgres(join(dir, 'pg'), { port, durableCommits: true });
-}
+const db = await ownPostgres({ queue: 'postgres', durableCommits: true });
+const { options, engineDb, ledgerDb } = db;
 
 describe('distributed chaos: PostgreSQL restarted and crashed, PostgreSQL-only queue', () => {
   it('completes 50 nested runs across a restart and a crash of the database that holds steps and queue', async () => {
@@ -71,7 +25,7 @@ describe('distributed chaos: PostgreSQL restarted and crashed, PostgreSQL-only q
     const workers = await cluster.start(3); // the first one migrates the new server
     for (const w of workers)
       expect(w.logLines().find((l) => l.msg === 'worker started')?.queue).toBe('postgres');
-    engine = await producerEngine(options);
+    const engine = await db.producer();
     const result = await runChaos({
       engine,
       cluster,
@@ -79,8 +33,8 @@ describe('distributed chaos: PostgreSQL restarted and crashed, PostgreSQL-only q
       ledgerDb,
       tag: 'pgcrash',
       disruptions: [
-        { name: 'PostgreSQL fast shutdown + start', atProgress: 0.3, run: restartPostgres },
-        { name: 'PostgreSQL immediate shutdown (crash) + start', atProgress: 0.65, run: crashPostgres },
+        { name: 'PostgreSQL fast shutdown + start', atProgress: 0.3, run: db.restart },
+        { name: 'PostgreSQL immediate shutdown (crash) + start', atProgress: 0.65, run: db.crash },
       ],
       // ~6 s on an idle machine; a worker whose producer stayed broken never finished (the 180 s default).
       timeoutMs: 60_000,
