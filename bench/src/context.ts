@@ -9,8 +9,13 @@ export interface Scale {
   name: 'full' | 'quick';
   /** Unmeasured runs before the measured ones. */
   warmup: number;
-  /** Measured runs of W1–W3 in each round (a round's figure is their median). */
+  /** Measured runs of W2 and W3 in each round (a round's figure is their median). */
   runs: number;
+  /**
+   * Measured runs of W1 in each round. A W1 run is one 20-step invocation (20–50 ms), so a few runs are at the
+   * mercy of one scheduling hiccup; its median over many runs is cheap and steady.
+   */
+  w1Runs: number;
   /** Rounds of the comparison suites (`--rounds N` overrides): each round runs every one once, interleaved. */
   rounds: number;
   /** Scaling suite: the numbers of `agentloom worker` processes W2 runs on. */
@@ -40,6 +45,7 @@ export const FULL: Scale = Object.freeze({
   name: 'full',
   warmup: 1,
   runs: 3,
+  w1Runs: 15,
   rounds: 3,
   scalingWorkers: [1, 2, 4],
   w1Steps: 20,
@@ -61,6 +67,7 @@ export const QUICK: Scale = Object.freeze({
   ...FULL,
   name: 'quick',
   runs: 1,
+  w1Runs: 3,
   rounds: 2,
   w2Invocations: 20,
   w4DefaultLeaseReps: 0,

@@ -8,7 +8,8 @@
  * 3. the marginal statements of a leaf step: (statements of a 20-leaf run − those of a 5-leaf run) / 15, which
  *    removes what every invocation costs once (enqueue, wait, root node);
  * 4. pg-local only: a CPU profile of 10 W1 runs and one W2 run (not timed);
- * 5. PostgreSQL modes: where a step's round trips go (breakdown.ts: Redis commands and statements by kind, one
+ * 5. PostgreSQL modes: where a W1 run's time goes (timeline.ts: `w1Runs` more W1 runs cut into stretches by
+ *    timestamps), and where a step's round trips go (breakdown.ts: Redis commands and statements by kind, one
  *    W1 and one W2 run, not timed).
  *
  * In rounds (rounds.ts) the suite runs once per round; the flushed statistics (step 2's quiet periods), the
@@ -21,6 +22,7 @@ import { W1_STEPS, W2_STEPS } from './apps.js';
 import { MODE_LABELS, openMode, type ModeName } from './modes.js';
 import { cpuProfile } from './profile.js';
 import { roundTrips } from './breakdown.js';
+import { w1Timeline } from './timeline.js';
 import { seq5Alone, w1, w2, w3, W3_STEPS } from './workloads.js';
 
 /** W1 runs the CPU profile of the in-process mode spans. */
@@ -53,11 +55,12 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
     if (slow) flushed.push(await slow.laggedAfterFlush());
 
     let window = await counters?.begin();
-    result.figures.w1 = await repeat({ ...opts, unit: 'ms/step', note: 'one invocation of 20 leaves' }, () =>
-      w1(engine),
+    result.figures.w1 = await repeat(
+      { ...opts, runs: scale.w1Runs, unit: 'ms/step', note: 'one invocation of 20 leaves' },
+      () => w1(engine),
     );
     if (counters && window) {
-      counts.w1 = await counters.end(window, scale.runs * W1_STEPS);
+      counts.w1 = await counters.end(window, scale.w1Runs * W1_STEPS);
       if (slow) flushed.push(await slow.laggedAfterFlush());
     }
 
@@ -108,7 +111,7 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
       const idleTo = await counters.laggedAfterFlush();
       const idle = { from: idleFrom, to: idleTo };
       const [f0, f1, f2] = flushed as [LaggedSnapshot, LaggedSnapshot, LaggedSnapshot];
-      Object.assign(counts.w1 as CountsPerStep, laggedPerStep(f0, f1, idle, scale.runs * W1_STEPS));
+      Object.assign(counts.w1 as CountsPerStep, laggedPerStep(f0, f1, idle, scale.w1Runs * W1_STEPS));
       Object.assign(
         counts.w2 as CountsPerStep,
         laggedPerStep(f1, f2, idle, scale.runs * scale.w2Invocations * W2_STEPS),
@@ -120,9 +123,10 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
       };
     }
 
-    if (once && counters && target.database) {
+    if (once && counters && target.database && target.databaseUrl) {
       result.extra = {
         ...result.extra,
+        w1Timeline: await w1Timeline(engine, target.databaseUrl, scale.w1Runs),
         roundTrips: await roundTrips({ mode, target, counters, ctx }),
       };
     }

@@ -70,8 +70,9 @@ export async function runDbos(ctx: BenchContext): Promise<SuiteResult> {
   const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
     let window = await counters.begin();
+    const w1Opts = { ...opts, runs: scale.w1Runs };
     result.figures.w1 = await repeat(
-      { ...opts, unit: 'ms/step', note: 'a workflow of 20 steps' },
+      { ...w1Opts, unit: 'ms/step', note: 'a workflow of 20 steps' },
       async () => {
         const started = performance.now();
         await sequence(W1_STEPS);
@@ -80,7 +81,7 @@ export async function runDbos(ctx: BenchContext): Promise<SuiteResult> {
     );
     (result.counts as Record<string, unknown>).w1 = await counters.end(
       window,
-      (opts.warmup + opts.runs) * W1_STEPS,
+      (w1Opts.warmup + w1Opts.runs) * W1_STEPS,
     );
     window = await counters.begin();
     result.figures.w2 = await repeat(

@@ -67,13 +67,13 @@ export async function runCommitFloor(ctx: BenchContext): Promise<SuiteResult> {
     result.figures.w1 = await repeat(
       {
         warmup: 0,
-        runs: scale.runs,
+        runs: scale.w1Runs,
         unit: 'ms/step',
         note: `${SEQUENTIAL_COMMITS} sequential autocommit INSERTs`,
       },
       sequential,
     );
-    result.counts = { w1: await counters.end(window, scale.runs * SEQUENTIAL_COMMITS) };
+    result.counts = { w1: await counters.end(window, scale.w1Runs * SEQUENTIAL_COMMITS) };
     result.figures.w2 = await repeat(
       {
         warmup: scale.warmup,
@@ -211,13 +211,14 @@ export async function runBullmqFloor(ctx: BenchContext, upsert: boolean): Promis
   const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
     let window = await counters?.begin();
-    result.figures.w1 = await repeat({ ...opts, unit: 'ms/step', note: 'a chain of 20 jobs' }, async () => {
+    const w1Opts = { ...opts, runs: scale.w1Runs };
+    result.figures.w1 = await repeat({ ...w1Opts, unit: 'ms/step', note: 'a chain of 20 jobs' }, async () => {
       const started = performance.now();
       await chain.chain(W1_STEPS);
       return (performance.now() - started) / W1_STEPS;
     });
     if (counters && window && result.counts)
-      result.counts.w1 = await counters.end(window, (opts.warmup + opts.runs) * W1_STEPS);
+      result.counts.w1 = await counters.end(window, (w1Opts.warmup + w1Opts.runs) * W1_STEPS);
     window = await counters?.begin();
     result.figures.w2 = await repeat(
       {

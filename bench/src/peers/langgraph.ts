@@ -97,14 +97,18 @@ export async function runLangGraph(ctx: BenchContext): Promise<SuiteResult> {
   const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
     let window = await counters.begin();
-    result.figures.w1 = await repeat({ ...opts, unit: 'ms/step', note: 'a chain of 20 nodes' }, async () => {
-      const started = performance.now();
-      await invoke(seq20);
-      return (performance.now() - started) / W1_STEPS;
-    });
+    const w1Opts = { ...opts, runs: scale.w1Runs };
+    result.figures.w1 = await repeat(
+      { ...w1Opts, unit: 'ms/step', note: 'a chain of 20 nodes' },
+      async () => {
+        const started = performance.now();
+        await invoke(seq20);
+        return (performance.now() - started) / W1_STEPS;
+      },
+    );
     (result.counts as Record<string, unknown>).w1 = await counters.end(
       window,
-      (opts.warmup + opts.runs) * W1_STEPS,
+      (w1Opts.warmup + w1Opts.runs) * W1_STEPS,
     );
     window = await counters.begin();
     result.figures.w2 = await repeat(

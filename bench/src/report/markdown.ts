@@ -11,7 +11,7 @@ import { baselineSection } from './baseline.js';
 import { best, counts, figure, labelOf, marginal, suite, type BenchReport, type Workload } from './shape.js';
 import { PG_MODES } from './targets.js';
 import { ratioOf, relativeSpread, rangeOf } from './spread.js';
-import { goalsTable, roundTripsSection, verdictCell } from './sections33.js';
+import { goalsTable, roundTripsSection, timelineSection, verdictCell } from './sections33.js';
 import { why33 } from './why33.js';
 import { scalingSection } from './scaling.js';
 
@@ -377,7 +377,7 @@ function method(report: BenchReport): string {
   const s = report.scale;
   return `## How it was measured
 
-- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. The comparison suites (floors, peers, agentloom's modes, scaling) run in **${s.rounds} interleaved round(s)** (floor, DBOS, …, agentloom's modes, then again), a fresh process each time; a round's figure is the **median of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**, the reported figure the median of the rounds' figures, with their range. Counters, the marginal step, the profiles and the round-trip counts are measured in round 1. The machine was not otherwise idle (see the load average); compare figures of one run only.
+- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. The comparison suites (floors, peers, agentloom's modes, scaling) run in **${s.rounds} interleaved round(s)** (floor, DBOS, …, agentloom's modes, then again), a fresh process each time; a round's figure is the **median of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**${s.w1Runs ? ` (W1: ${s.w1Runs} runs, each one invocation of 20 steps)` : ''}, the reported figure the median of the rounds' figures, with their range. Counters, the marginal step, the profiles and the round-trip counts are measured in round 1. The machine was not otherwise idle (see the load average); compare figures of one run only.
 - **W1**: one invocation of a 20-leaf sequence, ms per leaf step = wall time / 20. **W2**: ${s.w2Invocations} invocations of a 5-leaf sequence started at once, steps/s = ${s.w2Invocations * 5} / wall time. **W3**: 50 parallel leaves that sleep 200 ms, then a join leaf; wall ms. For agentloom the clock runs from before \`engine.enqueue\` to \`engine.wait\` seeing the invocation completed (so enqueueing is included); a leaf is a \`BaseAgent\` subclass whose \`runImpl\` yields one \`createEvent\`.
 - **agentloom modes** (a fresh database each): embedded PGlite on disk (in-process queue); PostgreSQL + in-process queue (\`queue: 'local'\`, concurrency 64); PostgreSQL + BullMQ on Redis with 1 and with 2 \`agentloom worker\` processes (\`node bin/agentloom.js worker --apps bench/src/agentloom/apps.ts --queue redis --concurrency 64\`, default lease and log level), the bench process enqueuing through \`createEngine({ worker: false })\`; PostgreSQL-only (\`--queue postgres\`, 1 worker process).
 - **DBOS Transact**: a workflow of \`DBOS.runStep\` calls, system database on the same server (pool of 20), workflows started in-process; W3's 50 steps started together with Promise.all, then a join step. **LangGraph JS**: a StateGraph whose nodes each append one entry to a list channel, PostgresSaver over a pool of 20, \`durability: 'async'\`, one thread per invocation. **Raw BullMQ**: a chain where each job enqueues the next (producer and worker in one process, concurrency 64). **Design floor**: the same chain with one \`INSERT … ON CONFLICT DO UPDATE\` per step into a regular table, committed before the next job is enqueued. **Physical floor**: autocommit INSERTs into a regular (WAL-logged, not TEMPORARY) table on one connection; its W2 is ${s.w2Invocations} callers × 5 commits over 20 connections.
@@ -386,7 +386,7 @@ function method(report: BenchReport): string {
 - **W5**: one worker process; an LlmAgent whose (non-recording) model calls a FunctionTool with \`requireConfirmation\`; ${s.w5Warmup} unmeasured pauses, then ${s.w5Paused} measured ones; RSS from /proc/<pid>/status VmRSS of the worker process.
 - **W6**: the server is restarted with \`track_commit_timestamp = on\` for this suite only. A sequence of ${s.w6Leaves} leaves that wait ${s.w6GapMs} ms and then emit an event whose text is the wall clock; a follower (\`engine.events(id, { follow: true })\`) in the bench process records when each event arrives. commit → received uses \`pg_xact_commit_timestamp(xmin)\` of the event row (PostgreSQL's clock; the offset to Node's clock is measured with \`clock_timestamp()\` and applied; it is the same host clock, so it is ~0); emitted → received uses the leaf's own stamp, taken before the insert. ${s.w6Invocations} followed invocations per mode after one warm-up (${s.w6Invocations * s.w6Leaves} events).
 - **Scaling**: W2 with ${(s.scalingWorkers ?? [1, 2, 4]).join(', ')} \`agentloom worker\` processes on PostgreSQL + BullMQ/Redis, a fresh database and fresh workers for each count; CPU time from /proc/<pid>/stat of the workers, of the postmaster and its children, of Redis and of the bench process, the machine's busy share from /proc/stat; the worker's profile: \`node --cpu-prof\` on a worker of its own, its samples cut to one W2 run.
-- **Scaled for this machine** (2 cores, total run ≈ 15 min with ${s.rounds ?? 1} rounds): ${s.runs} measured runs per workload; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
+- **Scaled for this machine** (2 cores, total run ≈ 15 min with ${s.rounds ?? 1} rounds): ${s.runs} measured runs per workload${s.w1Runs ? ` (W1: ${s.w1Runs})` : ''}; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
 
 Reproduce: \`npm run bench\` at the repository root (installs bench/'s dependencies when missing). \`npm run bench -- --quick\` runs a tiny version into bench/results/quick/; \`-- --only dbos,agentloom-pg-local\` runs some suites.`;
 }
@@ -414,7 +414,7 @@ ${machineTable(report)}
 
 ## W1–W3
 
-${rounds(report) > 1 ? `Median of the ${rounds(report)} rounds' medians (each round: ${report.scale.runs} run(s) after a warm-up, a fresh process per system), the range of the rounds' medians, and ± half that range as a share of the median.` : `Median (range, ± half the range as a share of the median) of ${report.scale.runs} runs after a warm-up.`}
+${rounds(report) > 1 ? `Median of the ${rounds(report)} rounds' medians (each round: ${report.scale.runs} run(s) after a warm-up${report.scale.w1Runs ? `, W1 ${report.scale.w1Runs}` : ''}, a fresh process per system), the range of the rounds' medians, and ± half that range as a share of the median.` : `Median (range, ± half the range as a share of the median) of ${report.scale.runs} runs after a warm-up.`}
 
 ${figuresTable(report)}
 
@@ -460,6 +460,7 @@ ${marginalTable(report)}
 
 ${scalingSection(report, paths.scalingChartPath && rel(paths.scalingChartPath))}
 ${roundTripsSection(report)}
+${timelineSection(report)}
 ## Where the time goes
 
 ${analysis(report)}

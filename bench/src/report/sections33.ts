@@ -1,9 +1,11 @@
 /**
  * Issue 33's sections of BENCHMARKS.md: the goals table (per distributed mode: met / not met / inconclusive, see
  * spread.ts) and "Where a step's round trips go" (counted PostgreSQL statements by kind and Redis commands by
- * sender and by command, per leaf step, agentloom/breakdown.ts).
+ * sender and by command, per leaf step, agentloom/breakdown.ts) and "Where a W1 run's time goes" (timed stretches
+ * of W1 runs, agentloom/timeline.ts).
  */
 import type { RoundTrips, RoundTripWindow } from '../agentloom/breakdown.js';
+import type { W1Timeline } from '../agentloom/timeline.js';
 import { GOAL_MODES, GOAL_ROWS, LOCAL_GOAL_MODE } from './goals33.js';
 import { labelOf, suite, type BenchReport, type Target } from './shape.js';
 
@@ -129,4 +131,34 @@ export function roundTripsSection(report: BenchReport): string {
 Counted, not timed (so it holds on a busy machine): one W1 and one W2 run per mode after its measured runs, all-in per leaf step (enqueue and \`wait\` included). PostgreSQL: every statement of the mode's database (pg_stat_statements), by kind from its text — the enqueue (session, invocation, root node), a step's claim, a step's commit (settles the leaf, advances the parent, inserts and claims the next leaf), \`wait\`'s read, the queue's own statements (PostgreSQL-only mode), BEGIN/COMMIT; an EXECUTE of one of the engine's prepared batch statements counts as the statement it runs. Statements are not round trips: steps that end together go to the server as one batch of EXECUTEs. Redis: every command Redis executed between two markers (MONITOR), by the process that sent it (its TCP port among each process's sockets) and by name (an EVALSHA named by its BullMQ script); commands a Lua script runs inside Redis are counted apart. A worker's idle polling (blocking pops that time out) counts too, as it does in production.
 
 ${parts.join('\n')}`;
+}
+
+/** "Where a W1 run's time goes": the timed stretches of each PostgreSQL mode's W1 runs (agentloom/timeline.ts). */
+export function timelineSection(report: BenchReport): string {
+  const modes = ['agentloom-pg-local', ...GOAL_MODES].filter((m) => suite(report, m)?.extra?.w1Timeline);
+  if (modes.length === 0) return '';
+  const local = suite(report, 'agentloom-pg-local')?.extra?.w1Timeline as W1Timeline | undefined;
+  const rows = modes.map((m) => {
+    const t = suite(report, m)?.extra?.w1Timeline as W1Timeline;
+    const extra =
+      local && m !== 'agentloom-pg-local'
+        ? `${t.totalMs - local.totalMs >= 0 ? '+' : ''}${n(t.totalMs - local.totalMs)}`
+        : '—';
+    return [
+      labelOf(report, m),
+      n(t.enqueueMs),
+      n(t.toFirstCommitMs),
+      `${n(t.perLeafMs, 3)} (× ${t.steps - 1} = ${n(t.perLeafMs * (t.steps - 1), 1)})`,
+      n(t.endToWaitMs),
+      `**${n(t.totalMs, 1)}**`,
+      extra,
+    ];
+  });
+  const runs = (suite(report, modes[0] as string)?.extra?.w1Timeline as W1Timeline).runs;
+  return `## Where a W1 run's time goes
+
+Timed: ${runs} more W1 runs per mode after its measured runs (round 1), each cut into stretches by the bench process's clock and the timestamps PostgreSQL wrote (same machine, same clock); medians over the runs, in ms, so the stretches need not add up to the total. **enqueue**: the \`enqueue\` call (its statement; in a distributed mode also the job's add to the queue after the commit). **→ first leaf's commit**: from \`enqueue\` returning to the start of the first leaf's commit statement (distributed: the job's trip to a worker, the root's claim there, the leaf's run). **per leaf**: from the first leaf's commit to the last one's, per leaf (its run and its commit). **last commit → wait**: the last commit (which ends the invocation), the end's notification to the bench process and \`wait\`'s read.
+
+${table(['mode', 'enqueue', "→ first leaf's commit", 'per leaf', 'last commit → wait', 'total', 'vs in-process'], rows)}
+`;
 }

@@ -6,6 +6,7 @@
  */
 import type { RoundTrips } from '../agentloom/breakdown.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
+import type { W1Timeline } from '../agentloom/timeline.js';
 import { scalingRows } from './scaling.js';
 import { statementKind } from './sections33.js';
 import { counts, figure, labelOf, marginal, suite, type BenchReport, type Target } from './shape.js';
@@ -158,6 +159,28 @@ function pgqTrip(
   );
 }
 
+/** The timed stretches of a distributed mode's W1 run against the in-process mode's ("Where a W1 run's time goes"). */
+function timedTrip(report: BenchReport, mode: string, name: string): string {
+  const timeline = (m: string): W1Timeline | undefined =>
+    suite(report, m)?.extra?.w1Timeline as W1Timeline | undefined;
+  const t = timeline(mode);
+  const l = timeline(LOCAL);
+  const missedHere = [...missed(report, 'W1 vs the design floor'), ...missed(report, 'W1 vs DBOS')].some(
+    (g) => g.mode === mode,
+  );
+  if (!t || !l || !missedHere) return '';
+  const d = (a: number, b: number): string => `${a - b >= 0 ? '+' : '−'}${n(Math.abs(a - b))}`;
+  return (
+    ` Timed (${t.runs} more runs each, "Where a W1 run's time goes"), ${name}'s run took ${d(t.totalMs, l.totalMs)} ms ` +
+    `over the in-process one: the enqueue ${d(t.enqueueMs, l.enqueueMs)} (the job's add after the commit), to the ` +
+    `first leaf's commit ${d(t.toFirstCommitMs, l.toFirstCommitMs)} (the job's trip to the worker and the root's ` +
+    `claim there), the ${t.steps - 1} later leaves ${d(t.perLeafMs * (t.steps - 1), l.perLeafMs * (l.steps - 1))} ` +
+    `(${n(t.perLeafMs, 3)} ms a leaf against ${n(l.perLeafMs, 3)}: the same statement, sent from another process), ` +
+    `and the last commit to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)} (the end's notification from another ` +
+    `process, then a read).`
+  );
+}
+
 function w1Reasons(report: BenchReport): string[] {
   const rows = [...missed(report, 'W1 vs the design floor'), ...missed(report, 'W1 vs DBOS')];
   if (rows.length === 0) return [];
@@ -184,7 +207,9 @@ function w1Reasons(report: BenchReport): string[] {
       `end's notification, then one read). The root's first advance is written with the enqueue and \`wait\` skips ` +
       `its first read (${n(rt?.w1.statementsTotal, 2)} statements per step all-in); what is left is the queue's own ` +
       `trip, which only a worker that finds new runs without the queue would remove.` +
+      timedTrip(report, REDIS1, 'the Redis mode') +
       pgqTrip(report, pgq, local, steps) +
+      timedTrip(report, PGQ, 'the PostgreSQL queue mode') +
       localBound(report, local, [
         { goal: 'W1 vs the design floor', what: 'the design floor', median: floor?.median },
         { goal: 'W1 vs DBOS', what: 'DBOS', median: figure(report, 'dbos', 'w1')?.median },
