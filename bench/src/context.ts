@@ -44,7 +44,7 @@ export interface Scale {
 export const FULL: Scale = Object.freeze({
   name: 'full',
   warmup: 1,
-  runs: 3,
+  runs: 5,
   w1Runs: 15,
   rounds: 3,
   scalingWorkers: [1, 2, 4],
