@@ -21,6 +21,7 @@ import { followEvents, waitForSettled } from './runs/follow/follow.js';
 import { observeSteps } from './observe/observer.js';
 import { traceSteps, type RunTracing } from './observe/run-trace.js';
 import {
+  invocationViewFromNotice,
   readInvocation,
   readNodes,
   readSession,
@@ -276,7 +277,7 @@ export class Engine {
   wait(invocationId: string, options: { timeoutMs?: number } = {}): Promise<InvocationView> {
     return waitForSettled(
       this.store,
-      () => this.get(invocationId),
+      { read: () => this.get(invocationId), fromNotice: invocationViewFromNotice },
       invocationId,
       options.timeoutMs,
       this.settles,

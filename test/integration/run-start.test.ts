@@ -5,7 +5,8 @@
  *   nothing but its empty checkpoint: the root `running`, its first leaves `pending`, and the queue carries the
  *   leaves' jobs (no job, read or advance statement of the root); anything else leaves the root to its job;
  * - `wait` on an invocation this engine enqueued, known unsettled from the LISTEN that began before it existed,
- *   reads it once (when it settled), not twice; a reconnect of that LISTEN (notifications lost) drops what it
+ *   does not read it before it settled; when the statement that ended it sent its view with the notification (a
+ *   leaf completion that ends the run does, unless the view exceeds a NOTIFY payload), not at all, else once; a reconnect of that LISTEN (notifications lost) drops what it
  *   knew, and an invocation that settled before `wait` was called is still answered at once.
  *
  * Counted with a hook on pg's client (every statement this file's engines send), so nothing here is timed.
@@ -17,8 +18,10 @@ import {
   BaseAgent,
   createEngine,
   createEvent,
+  LlmAgent,
   LoopAgent,
   ParallelAgent,
+  ScriptedModel,
   SequentialAgent,
   type Engine,
   type InvocationContext,
@@ -31,7 +34,7 @@ import { waitFor } from '../support/wait-for.js';
 const sent = recordSentStatements();
 
 /** `wait`'s read of an invocation (store/repos/tool-requests.ts `invocationWithPending`). */
-const isInvocationRead = (text: string) => text.startsWith('select row_to_json(i) as inv');
+const isInvocationRead = (text: string) => text.startsWith("select json_build_object('inv', row_to_json(i)");
 
 const engines: Engine[] = [];
 afterEach(async () => {
@@ -44,6 +47,19 @@ const silent = pino({ level: 'silent' });
 class Step extends BaseAgent {
   protected override async *runImpl(ctx: InvocationContext) {
     yield createEvent({ author: this.name, content: { role: 'model', parts: [{ text: ctx.nodePath }] } });
+  }
+}
+
+/** Characters of the `large` app's output: its view exceeds what a NOTIFY payload may carry (8000 bytes). */
+const LARGE_OUTPUT = 9000;
+
+/** A leaf whose event (and so the run's output) is {@link LARGE_OUTPUT} characters long. */
+class Large extends BaseAgent {
+  protected override async *runImpl() {
+    yield createEvent({
+      author: this.name,
+      content: { role: 'model', parts: [{ text: 'x'.repeat(LARGE_OUTPUT) }] },
+    });
   }
 }
 
@@ -89,6 +105,29 @@ async function waitCountingReads(engine: Engine, invocationId: string) {
 }
 
 const apps = () => [
+  {
+    name: 'spender',
+    agent: new SequentialAgent({
+      name: 'spender',
+      subAgents: [
+        new LlmAgent({
+          name: 'thinker',
+          model: new ScriptedModel({
+            respond: () => 'thought',
+            usage: { promptTokens: 10, outputTokens: 5, totalTokens: 15 },
+          }),
+        }),
+        new Gate({ name: 'last' }),
+      ],
+    }),
+  },
+  {
+    name: 'large',
+    agent: new SequentialAgent({
+      name: 'large',
+      subAgents: [new Gate({ name: 'g' }), new Large({ name: 'big' })],
+    }),
+  },
   {
     name: 'steps',
     agent: new SequentialAgent({
@@ -209,7 +248,7 @@ describe('a workflow root started by the enqueue (shared queue)', () => {
     expect((await engine.nodes(invocationId)).map((n) => [n.path, n.status])).toEqual([['seq', 'pending']]);
   });
 
-  it('costs a 3-leaf run 1 statement for the enqueue, 1 claim, 3 commits and 1 read for wait', async () => {
+  it('costs a 3-leaf run 1 statement for the enqueue, 1 claim, 3 commits and no read for wait', async () => {
     const { producer, worker } = await redisEngines();
     await worker();
     // Warm-up (first-use paths: LISTEN, prepared statements).
@@ -220,12 +259,13 @@ describe('a workflow root started by the enqueue (shared queue)', () => {
     const { invocationId } = await producer.enqueue({ app: 'steps', userId: 'u', input: 'go' });
     const { view, reads } = await waitCountingReads(producer, invocationId);
     expect(view.status).toBe('completed');
-    expect(reads).toBe(1);
+    expect(reads).toBe(0);
     const statements = sent.filter((t) => !/^(begin|commit|listen|unlisten)\b/.test(t));
     // Without the root started by the enqueue: + the root's claim and advance, - the first leaf's claim; without
-    // the watch: + a read.
-    expect(statements.filter(isInvocationRead)).toHaveLength(1);
-    expect(statements, statements.join('\n---\n')).toHaveLength(6);
+    // the watch: + a read; without the view in the end's notification (sent by the worker): + a read.
+    expect(statements.filter(isInvocationRead)).toHaveLength(0);
+    expect(statements, statements.join('\n---\n')).toHaveLength(5);
+    expect(view).toEqual(await producer.get(invocationId));
   });
 });
 
@@ -243,12 +283,34 @@ async function localEngine(): Promise<Engine> {
 }
 
 describe('wait on an invocation this engine enqueued', () => {
-  it('reads it once, when it has settled', async () => {
+  it("returns the view its end's notification carried, without a read: the view engine.get reads", async () => {
     const engine = await localEngine();
     closeGate();
     const { invocationId } = await engine.enqueue({ app: 'steps', userId: 'u', input: 'go' });
     const { view, reads } = await waitCountingReads(engine, invocationId);
     expect(view.status).toBe('completed');
+    expect(reads).toBe(0);
+    expect(view).toEqual(await engine.get(invocationId));
+  });
+
+  it("carries the run's spend in that view, as engine.get reads it", async () => {
+    const engine = await localEngine();
+    closeGate();
+    const { invocationId } = await engine.enqueue({ app: 'spender', userId: 'u', input: 'go' });
+    const { view, reads } = await waitCountingReads(engine, invocationId);
+    expect(reads).toBe(0);
+    expect(view.spent).toMatchObject({ tokens: 15, modelCalls: 1 });
+    expect(view.spent.byAgent.thinker).toMatchObject({ tokens: 15, modelCalls: 1 });
+    expect(view).toEqual(await engine.get(invocationId));
+  });
+
+  it('reads it once, when it has settled, when its view is too large for a notification', async () => {
+    const engine = await localEngine();
+    closeGate();
+    const { invocationId } = await engine.enqueue({ app: 'large', userId: 'u', input: 'go' });
+    const { view, reads } = await waitCountingReads(engine, invocationId);
+    expect(view.status).toBe('completed');
+    expect(view.output).toHaveLength(LARGE_OUTPUT);
     expect(reads).toBe(1);
   });
 

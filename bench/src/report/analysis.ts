@@ -53,7 +53,7 @@ export function analysis(report: BenchReport): string {
     const remove = [
       `less client CPU per step (the W2 profile below: the pg driver, JSON, event validation, socket writes)`,
       `fewer statements per invocation around the steps (${n(c.statements, 1)} all-in against ${n(m?.statements, 1)} ` +
-        `marginal: the enqueue, the root's first advance and \`wait\`'s read are shared by only 20 steps; run alone, ` +
+        `marginal: the enqueue and the root's first advance are shared by only 20 steps; run alone, ` +
         `as in W1, they are not batched with anything)`,
       ...(pairs > 0
         ? [`no read-only BEGIN/COMMIT (${n(pairs, 2)} pairs per step whose COMMIT flushes nothing)`]
@@ -119,7 +119,7 @@ export function analysis(report: BenchReport): string {
         `each side of the sleep: before it, the enqueue and the root's advance, then starting 50 steps in one process; ` +
         `after it, the batched ends (two batches when the 50 timers' callbacks take longer than the first batch's ` +
         `round trip: they lock the same parent row, so the second waits for the first), the join's statement and the ` +
-        `join leaf's, then \`wait\`'s read. The first measured runs are the slowest: each pool connection plans a ` +
+        `join leaf's, whose commit's notification hands \`wait\` the run's view. The first measured runs are the slowest: each pool connection plans a ` +
         `statement the first time it runs it, and W3's statements are run too rarely to have reached every ` +
         `connection.` +
         (floor3 && floor3.median > 230

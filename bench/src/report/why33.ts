@@ -176,8 +176,8 @@ function timedTrip(report: BenchReport, mode: string, name: string): string {
     `first leaf's commit ${d(t.toFirstCommitMs, l.toFirstCommitMs)} (the job's trip to the worker and the root's ` +
     `claim there), the ${t.steps - 1} later leaves ${d(t.perLeafMs * (t.steps - 1), l.perLeafMs * (l.steps - 1))} ` +
     `(${n(t.perLeafMs, 3)} ms a leaf against ${n(l.perLeafMs, 3)}: the same statement, sent from another process), ` +
-    `and the last commit to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)} (the end's notification from another ` +
-    `process, then a read).`
+    `and the last commit to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)} (the end's notification, with the run's ` +
+    `view, from another process).`
   );
 }
 
@@ -204,8 +204,8 @@ function w1Reasons(report: BenchReport): string[] {
       `${n(rt ? (rt.w1.redisTotal ?? 0) * steps : undefined, 0)} per run: add, the worker's blocking pop and ` +
       `fetch, finish), the first leaf's claim by statement (in-process, the root's job claims it in its advance, ` +
       `from the enqueue's rows handed over in memory), and \`wait\` learning of the end from another process (the ` +
-      `end's notification, then one read). The root's first advance is written with the enqueue and \`wait\` skips ` +
-      `its first read (${n(rt?.w1.statementsTotal, 2)} statements per step all-in); what is left is the queue's own ` +
+      `end's notification, which carries the run's view). The root's first advance is written with the enqueue ` +
+      `and \`wait\` reads nothing (${n(rt?.w1.statementsTotal, 2)} statements per step all-in); what is left is the queue's own ` +
       `trip, which only a worker that finds new runs without the queue would remove.` +
       timedTrip(report, REDIS1, 'the Redis mode') +
       pgqTrip(report, pgq, local, steps) +
@@ -286,12 +286,13 @@ function statementReasons(report: BenchReport): string[] {
   return [
     `**Statements per step, all-in** (${n(c.statements)} with Redis; a marginal leaf step ${n(marginalStatements)}): W2's ` +
       `invocations have 5 leaves, so what each invocation costs once weighs a fifth per step: ≈ ${n(perInvocation, 1)} ` +
-      `statements per invocation — its enqueue, the first leaf's claim and \`wait\`'s read of the invocation` +
+      `statements per invocation — its enqueue and the first leaf's claim (\`wait\` reads the invocation only ` +
+      `when the end's notification could not carry its view)` +
       (rt
         ? ` (${n((rt.w2.statementsTotal - marginalStatements) * 5, 1)} counted in the round-trip run)`
         : '') +
       `. With 1 statement per leaf, ≤ 1.5 all-in leaves 2.5 per 5-leaf invocation for the enqueue (which also ` +
-      `writes the root's first advance), the first leaf's claim and \`wait\`'s one read.`,
+      `writes the root's first advance) and the first leaf's claim.`,
   ];
 }
 

@@ -9,7 +9,7 @@ import { listEvents } from '../../store/repos/events.js';
 import { getInvocation, type InvocationRow } from '../../store/repos/invocations.js';
 import { invocationNodes } from '../../store/repos/nodes.js';
 import { getSession } from '../../store/repos/sessions.js';
-import { invocationWithPending } from '../../store/repos/tool-requests.js';
+import { invocationWithPending, invocationWithPendingFromJson } from '../../store/repos/tool-requests.js';
 import { invocationView, type InvocationView, type NodeView } from './views.js';
 
 /** A session as `engine.getSession` returns it. */
@@ -39,6 +39,12 @@ export async function readInvocation(db: Db, invocationId: string): Promise<Invo
       details: { invocationId },
     });
   return invocationView(found.inv, found.pending, found.spends);
+}
+
+/** The view a notification of the invocation's end carried (what {@link readInvocation} would read then). */
+export function invocationViewFromNotice(notice: unknown): InvocationView | undefined {
+  const found = invocationWithPendingFromJson(notice);
+  return found && invocationView(found.inv, found.pending, found.spends);
 }
 
 /** The invocation's nodes (the checkpoint table), oldest first. */

@@ -1,5 +1,5 @@
 /** Paused tool calls and their answers (audit trail). */
-import { and, desc, eq, inArray, notInArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, notInArray, sql, type SQL } from 'drizzle-orm';
 import { HotStatement, type Db } from '../db/database.js';
 import { invocationFromJson } from './step-rows.js';
 import { agentSpendFromJson, type AgentSpend } from './spends.js';
@@ -67,6 +67,42 @@ export async function pendingToolRequests(db: Db, invocationId: string): Promise
     .orderBy(toolRequests.createdAt);
 }
 
+/** An invocation with its pending requests (oldest first) and its spends: what `engine.get` shows of it. */
+export interface InvocationWithPending {
+  inv: InvocationRow;
+  pending: ToolRequestRow[];
+  spends: AgentSpend[];
+}
+
+/**
+ * SQL: the JSON of {@link InvocationWithPending} for the row `alias` of `invocations` (or of a CTE returning its
+ * columns: the leaf completion that ends an invocation sends it with its notification, so `wait` need not read).
+ */
+export function invocationWithPendingJson(alias: string): SQL {
+  const a = sql.raw(alias);
+  return sql`json_build_object('inv', row_to_json(${a}),
+      'pending', (select json_agg(row_to_json(t) order by t.created_at) from tool_requests t
+        where t.invocation_id = ${a}.id and t.status = 'pending'),
+      'spends', (select json_agg(row_to_json(s) order by s.agent) from agent_spends s
+        where s.invocation_id = ${a}.id))`;
+}
+
+/** Reads {@link invocationWithPendingJson}'s JSON; undefined when it is not of that shape. */
+export function invocationWithPendingFromJson(found: unknown): InvocationWithPending | undefined {
+  if (typeof found !== 'object' || found === null) return undefined;
+  const { inv, pending, spends } = found as {
+    inv?: Json | null;
+    pending?: Json[] | null;
+    spends?: Json[] | null;
+  };
+  if (typeof inv !== 'object' || inv === null) return undefined;
+  return {
+    inv: invocationFromJson(inv),
+    pending: (pending ?? []).map(toolRequestFromJson),
+    spends: (spends ?? []).map(agentSpendFromJson),
+  };
+}
+
 /**
  * An invocation and its pending requests (oldest first) in one statement; undefined when the invocation does not
  * exist.
@@ -74,28 +110,14 @@ export async function pendingToolRequests(db: Db, invocationId: string): Promise
 export async function invocationWithPending(
   db: Db,
   invocationId: string,
-): Promise<{ inv: InvocationRow; pending: ToolRequestRow[]; spends: AgentSpend[] } | undefined> {
-  const [row] = await INVOCATION_WITH_PENDING.run<{
-    inv: Json | null;
-    pending: Json[] | null;
-    spends: Json[] | null;
-  }>(db, {
-    id: invocationId,
-  });
-  if (!row?.inv) return undefined;
-  return {
-    inv: invocationFromJson(row.inv),
-    pending: (row.pending ?? []).map(toolRequestFromJson),
-    spends: (row.spends ?? []).map(agentSpendFromJson),
-  };
+): Promise<InvocationWithPending | undefined> {
+  const [row] = await INVOCATION_WITH_PENDING.run<{ found: Json | null }>(db, { id: invocationId });
+  return invocationWithPendingFromJson(row?.found);
 }
 
 const INVOCATION_WITH_PENDING = new HotStatement(
-  () => sql`select row_to_json(i) as inv,
-      (select json_agg(row_to_json(t) order by t.created_at) from tool_requests t
-       where t.invocation_id = i.id and t.status = 'pending') as pending,
-      (select json_agg(row_to_json(s) order by s.agent) from agent_spends s where s.invocation_id = i.id) as spends
-    from invocations i where i.id = ${sql.placeholder('id')}`,
+  () =>
+    sql`select ${invocationWithPendingJson('i')} as found from invocations i where i.id = ${sql.placeholder('id')}`,
   { batched: true },
 );
 

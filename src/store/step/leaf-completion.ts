@@ -6,6 +6,7 @@
 import { sql } from 'drizzle-orm';
 import { HotStatement, queryPrepared, type Db } from '../db/database.js';
 import { INVOCATIONS_CHANNEL } from '../repos/invocations.js';
+import { invocationWithPendingJson } from '../repos/tool-requests.js';
 import { runningByKey, type NodeRow } from '../repos/nodes.js';
 import {
   advanceResult,
@@ -84,6 +85,12 @@ function leafValues(leaf: {
   };
 }
 
+/**
+ * The largest notice of an ended invocation that carries its view (`wait` then returns without a read): PostgreSQL
+ * refuses a NOTIFY payload of 8000 bytes or more; a larger view is left out and read by `wait` instead.
+ */
+const MAX_VIEW_NOTICE_BYTES = 7900;
+
 const COMPLETE_AND_ADVANCE = new HotStatement(
   () => {
     const advance = advanceSql(sql`exists (select 1 from settled)`);
@@ -100,10 +107,17 @@ const COMPLETE_AND_ADVANCE = new HotStatement(
           escalated = ${P('finishEscalated')}, updated_at = now(), ended_at = now(), temp_state = '{}'::jsonb
         where id = ${P('id')} and ${P('finish')}::boolean and status not in ('completed', 'failed', 'cancelled')
           and exists (select 1 from settled)
-        returning pg_notify(${INVOCATIONS_CHANNEL}, json_build_object('id', id, 'status', 'completed')::text)
+        returning *
+      ),
+      fin_notice as (
+        select pg_notify(${INVOCATIONS_CHANNEL}, case when octet_length(full_notice) <= ${sql.raw(String(MAX_VIEW_NOTICE_BYTES))}
+            then full_notice else json_build_object('id', id, 'status', 'completed')::text end)::text as sent
+        from (select f.id, json_build_object('id', f.id, 'status', 'completed',
+                'view', ${invocationWithPendingJson('f')})::text as full_notice
+              from fin f) ended
       )
       select (select count(*) from p) as parent_ok, (select count(*) from settled) as settled,
-        (select count(*) from fin) as finished, ${advance.columns}`;
+        (select count(sent) from fin_notice) as finished, ${advance.columns}`;
   },
   { batched: true },
 );

@@ -44,35 +44,55 @@ class WakeSignal {
   }
 }
 
-/** The status an invocation notification announces (undefined if the payload is not the expected shape). */
-function statusOf(payload: string): string | undefined {
+/**
+ * An invocation notification: `{id, status}`, and `view` when the statement that ended the invocation sent what
+ * `engine.get` would read (undefined if the payload is not JSON).
+ */
+function noticeOf(payload: string): { id?: unknown; status?: unknown; view?: unknown } | undefined {
   try {
-    const status = (JSON.parse(payload) as { status?: unknown }).status;
-    return typeof status === 'string' ? status : undefined;
+    const notice = JSON.parse(payload) as unknown;
+    return typeof notice === 'object' && notice !== null ? notice : {};
   } catch {
     return undefined;
   }
 }
 
+/** How `wait` reads an invocation: from the store, and from the view a notification carried. */
+export interface SettledReads {
+  read: () => Promise<InvocationView>;
+  /** The view in a notification's `view` field; undefined when it is not one. */
+  fromNotice?: (view: unknown) => InvocationView | undefined;
+}
+
 /**
  * Resolves with the invocation once it is settled; TIMEOUT after `timeoutMs`. When `settles` knows it unsettled
- * (asked once, after this wait listens), the first read is skipped: the settling will be notified.
+ * (asked once, after this wait listens), the first read is skipped: the settling will be notified. A notification
+ * of its settling that carries its view (the leaf completion that ends a run sends one) is returned as is, without
+ * a read.
  */
 export async function waitForSettled(
   store: Store,
-  read: () => Promise<InvocationView>,
+  reads: SettledReads,
   invocationId: string,
   timeoutMs: number | undefined,
   settles?: { knownUnsettled(invocationId: string): boolean },
 ): Promise<InvocationView> {
   const signal = new WakeSignal();
+  let noticed: InvocationView | undefined;
   const unlisten = await store.listen(
     INVOCATIONS_CHANNEL,
     (payload) => {
       if (!payload.includes(invocationId)) return;
       // `{id, status}`: a change to a status `wait` does not stop at (queued → running) needs no read.
-      const status = statusOf(payload);
-      if (status === undefined || SETTLED_INVOCATION.has(status)) signal.notify();
+      const notice = noticeOf(payload);
+      if (notice?.id !== undefined && notice.id !== invocationId) return;
+      const status = typeof notice?.status === 'string' ? notice.status : undefined;
+      if (status !== undefined && !SETTLED_INVOCATION.has(status)) return;
+      if (status !== undefined && notice?.view !== undefined) {
+        const view = reads.fromNotice?.(notice.view);
+        if (view?.id === invocationId && view.status === status) noticed = view;
+      }
+      signal.notify();
     },
     // Reconnected after a lost LISTEN connection: the status change may have been notified meanwhile.
     () => signal.notify(),
@@ -81,12 +101,14 @@ export async function waitForSettled(
   let skipRead = settles?.knownUnsettled(invocationId) ?? false;
   try {
     for (;;) {
-      const view = skipRead ? undefined : await read();
+      if (noticed) return noticed;
+      const view = skipRead ? undefined : await reads.read();
       skipRead = false;
       if (view && SETTLED_INVOCATION.has(view.status)) return view;
+      if (noticed) return noticed;
       const remaining = deadline === undefined ? RECHECK_MS : deadline - Date.now();
       if (remaining <= 0) {
-        const status = view?.status ?? (await read()).status;
+        const status = view?.status ?? (await reads.read()).status;
         if (SETTLED_INVOCATION.has(status)) continue;
         throw new AgentloomError(
           'TIMEOUT',
