@@ -11,7 +11,10 @@ export const TERMINAL_INVOCATION: ReadonlySet<string> = new Set(['completed', 'f
 /**
  * NOTIFY channel carrying `{id, status}` whenever an invocation's status changes, except when a queued invocation
  * starts in the engine's step statements: nothing waits for that (waiters stop at a settled status, and followers
- * re-read on events), and a NOTIFY would serialise that commit with every other one.
+ * re-read on events), and a NOTIFY would serialise that commit with every other one. The leaf completion that ends
+ * an invocation adds `view` (what `engine.get` reads, as tool-requests.ts `invocationWithPendingJson`) when it fits
+ * a payload, so `wait` need not read; a listener must match `id` itself (a view names other invocations, e.g. the
+ * one it was forked from).
  */
 export const INVOCATIONS_CHANNEL = 'agentloom_invocations';
 
