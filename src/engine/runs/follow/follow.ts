@@ -89,7 +89,13 @@ export async function waitForSettled(
       const status = typeof notice?.status === 'string' ? notice.status : undefined;
       if (status !== undefined && !SETTLED_INVOCATION.has(status)) return;
       if (status !== undefined && notice?.view !== undefined) {
-        const view = reads.fromNotice?.(notice.view);
+        // A view this process cannot make sense of is ignored: `wait` reads instead.
+        let view: InvocationView | undefined;
+        try {
+          view = reads.fromNotice?.(notice.view);
+        } catch {
+          view = undefined;
+        }
         if (view?.id === invocationId && view.status === status) noticed = view;
       }
       signal.notify();
