@@ -18,6 +18,11 @@ export interface Scale {
   w1Runs: number;
   /** Rounds of the comparison suites (`--rounds N` overrides): each round runs every one once, interleaved. */
   rounds: number;
+  /**
+   * Unmeasured rounds before them (`--warmup-rounds N` overrides), numbered 0, −1, …: the first processes of a
+   * fresh server ran slower for every system (WAL segments and caches still cold), which no ratio should carry.
+   */
+  warmupRounds: number;
   /** Scaling suite: the numbers of `agentloom worker` processes W2 runs on. */
   scalingWorkers: number[];
   /** W1: leaves of the sequence. */
@@ -46,7 +51,8 @@ export const FULL: Scale = Object.freeze({
   warmup: 1,
   runs: 5,
   w1Runs: 15,
-  rounds: 3,
+  rounds: 5,
+  warmupRounds: 1,
   scalingWorkers: [1, 2, 4],
   w1Steps: 20,
   w2Invocations: 200,
@@ -69,6 +75,7 @@ export const QUICK: Scale = Object.freeze({
   runs: 1,
   w1Runs: 3,
   rounds: 2,
+  warmupRounds: 0,
   w2Invocations: 20,
   w4DefaultLeaseReps: 0,
   w4ShortLeaseReps: 1,
@@ -87,7 +94,10 @@ export interface BenchContext {
   resultFile: string;
   /** A scratch directory for this suite (PGlite data, worker logs). */
   workDir: string;
-  /** Which round this is (1-based) of how many: once-only work (slow counters, profiles) runs in round 1. */
+  /**
+   * Which round this is (1-based; a warm-up round is 0 or below) of how many: once-only work (slow counters,
+   * profiles) runs in round 1.
+   */
   round: number;
   rounds: number;
   /** Process ids of the benchmark's PostgreSQL postmaster and Redis server (for their CPU time). */

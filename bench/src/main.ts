@@ -5,7 +5,8 @@
  * (bench/results/results.json) and the charts (bench/results/chart.svg and scaling.svg, vega-lite rendered to SVG).
  *
  * Flags: `--quick` (tiny scale for developing the suite; writes to bench/results/quick/ only), `--rounds N`
- * (rounds of the comparison suites; default 3, 2 with --quick), `--only a,b`
+ * (measured rounds of the comparison suites; default 5, 2 with --quick), `--warmup-rounds N` (unmeasured rounds
+ * before them; default 1, 0 with --quick), `--only a,b`
  * (run only these suites; the report then covers only them), `--render` (run nothing: re-render the report and
  * chart from the results.json already there), `--baseline FILE [--baseline-label TEXT]` (compare with the
  * results.json of another run on this machine, e.g. of the code before a change: a "Before and after" section).
@@ -48,8 +49,15 @@ function parseArgs(argv: string[]): {
   const rounds = value('--rounds');
   if (rounds !== undefined && !(Number(rounds) >= 1 && Number.isInteger(Number(rounds))))
     throw new Error(`--rounds ${rounds}: give a whole number of rounds, at least 1`);
+  const warmupRounds = value('--warmup-rounds');
+  if (warmupRounds !== undefined && !(Number(warmupRounds) >= 0 && Number.isInteger(Number(warmupRounds))))
+    throw new Error(`--warmup-rounds ${warmupRounds}: give a whole number of warm-up rounds, 0 or more`);
   const base = quick ? QUICK : FULL;
-  const scale = rounds === undefined ? base : { ...base, rounds: Number(rounds) };
+  const scale: Scale = {
+    ...base,
+    ...(rounds === undefined ? {} : { rounds: Number(rounds) }),
+    ...(warmupRounds === undefined ? {} : { warmupRounds: Number(warmupRounds) }),
+  };
   const file = value('--baseline');
   let baseline: Baseline | undefined;
   if (file) {
@@ -107,7 +115,10 @@ function describe(result: SuiteResult): string {
     f.w3 && `W3 ${f.w3.median.toFixed(0)} ms`,
     result.errors.length > 0 && `FAILED: ${result.errors[0]?.split('\n')[0]}`,
   ].filter(Boolean);
-  const round = result.round === undefined || !ROUND_SUITES.includes(result.suite) ? '' : ` r${result.round}`;
+  const round =
+    result.round === undefined || !ROUND_SUITES.includes(result.suite)
+      ? ''
+      : ` ${result.round < 1 ? 'warm-up ' : ''}r${result.round}`;
   return `${(result.suite + round).padEnd(27)} ${(result.seconds ?? 0).toFixed(0).padStart(4)} s  ${parts.join('  ')}`;
 }
 
@@ -148,9 +159,9 @@ async function main(): Promise<void> {
   chmodSync(work, 0o755);
   const startedAt = new Date();
   const loadBefore = loadAverage();
-  const plan = planRuns(names, scale.rounds);
+  const plan = planRuns(names, scale.rounds, scale.warmupRounds);
   console.log(
-    `bench: ${scale.name} scale, ${scale.rounds} round(s), suites: ${names.join(', ')}\nbench: work directory ${work}`,
+    `bench: ${scale.name} scale, ${scale.warmupRounds} warm-up round(s) and ${scale.rounds} round(s), suites: ${names.join(', ')}\nbench: work directory ${work}`,
   );
   let postgres: BenchPostgres | undefined;
   let redis: LocalServer | undefined;

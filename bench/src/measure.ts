@@ -19,6 +19,8 @@ export interface Figure extends Summary {
   unit: string;
   /** Each round's median, in round order (absent in a single-round result). */
   rounds?: number[];
+  /** The round each entry of `rounds` is from (a failed round has no entry); absent in older results: 1, 2, … */
+  roundNumbers?: number[];
   /** What one sample is (e.g. "one invocation of 20 steps, ms per step"). */
   note?: string;
 }
@@ -60,7 +62,7 @@ export interface SuiteResult {
   /** The round this result is of (1-based), set by the orchestrator on a single round's result. */
   round?: number;
   /** Once merged over rounds: each round's figures, errors and seconds (rounds.ts). */
-  roundResults?: Pick<SuiteResult, 'round' | 'figures' | 'errors' | 'seconds'>[];
+  roundResults?: (Pick<SuiteResult, 'round' | 'figures' | 'errors' | 'seconds'> & { warmup?: true })[];
 }
 
 /** Sorted copy. */

@@ -377,7 +377,7 @@ function method(report: BenchReport): string {
   const s = report.scale;
   return `## How it was measured
 
-- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. The comparison suites (floors, peers, agentloom's modes, scaling) run in **${s.rounds} interleaved round(s)** (floor, DBOS, …, agentloom's modes, then again), a fresh process each time; a round's figure is the **median of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**${s.w1Runs ? ` (W1: ${s.w1Runs} runs, each one invocation of 20 steps)` : ''}, the reported figure the median of the rounds' figures, with their range. Counters, the marginal step, the profiles and the round-trip counts are measured in round 1. The machine was not otherwise idle (see the load average); compare figures of one run only.
+- One run of \`npm run bench\` (${s.name} scale): every system in its own Node.js process, one after another, against one PostgreSQL ${report.machine.postgres} and one Redis started for the run on loopback. The comparison suites (floors, peers, agentloom's modes, scaling) run in **${s.rounds} interleaved round(s)** (floor, DBOS, …, agentloom's modes, then again)${s.warmupRounds ? ` after ${s.warmupRounds} warm-up round(s) that count for nothing (their figures are in results.json, \`roundResults\`, marked \`warmup\`)` : ''}, a fresh process each time; a round's figure is the **median of ${s.runs} measured runs after ${s.warmup} warm-up run(s)**${s.w1Runs ? ` (W1: ${s.w1Runs} runs, each one invocation of 20 steps)` : ''}, the reported figure the median of the rounds' figures, with their range; a ratio of two systems is taken round by round (each round's figure of one ÷ the same round's of the other) and reported as the median of those with their range. Counters, the marginal step, the profiles and the round-trip counts are measured in round 1. The machine was not otherwise idle (see the load average); compare figures of one run only.
 - **W1**: one invocation of a 20-leaf sequence, ms per leaf step = wall time / 20. **W2**: ${s.w2Invocations} invocations of a 5-leaf sequence started at once, steps/s = ${s.w2Invocations * 5} / wall time. **W3**: 50 parallel leaves that sleep 200 ms, then a join leaf; wall ms. For agentloom the clock runs from before \`engine.enqueue\` to \`engine.wait\` seeing the invocation completed (so enqueueing is included); a leaf is a \`BaseAgent\` subclass whose \`runImpl\` yields one \`createEvent\`.
 - **agentloom modes** (a fresh database each): embedded PGlite on disk (in-process queue); PostgreSQL + in-process queue (\`queue: 'local'\`, concurrency 64); PostgreSQL + BullMQ on Redis with 1 and with 2 \`agentloom worker\` processes (\`node bin/agentloom.js worker --apps bench/src/agentloom/apps.ts --queue redis --concurrency 64\`, default lease and log level), the bench process enqueuing through \`createEngine({ worker: false })\`; PostgreSQL-only (\`--queue postgres\`, 1 worker process).
 - **DBOS Transact**: a workflow of \`DBOS.runStep\` calls, system database on the same server (pool of 20), workflows started in-process; W3's 50 steps started together with Promise.all, then a join step. **LangGraph JS**: a StateGraph whose nodes each append one entry to a list channel, PostgresSaver over a pool of 20, \`durability: 'async'\`, one thread per invocation. **Raw BullMQ**: a chain where each job enqueues the next (producer and worker in one process, concurrency 64). **Design floor**: the same chain with one \`INSERT … ON CONFLICT DO UPDATE\` per step into a regular table, committed before the next job is enqueued. **Physical floor**: autocommit INSERTs into a regular (WAL-logged, not TEMPORARY) table on one connection; its W2 is ${s.w2Invocations} callers × 5 commits over 20 connections.
@@ -386,7 +386,7 @@ function method(report: BenchReport): string {
 - **W5**: one worker process; an LlmAgent whose (non-recording) model calls a FunctionTool with \`requireConfirmation\`; ${s.w5Warmup} unmeasured pauses, then ${s.w5Paused} measured ones; RSS from /proc/<pid>/status VmRSS of the worker process.
 - **W6**: the server is restarted with \`track_commit_timestamp = on\` for this suite only. A sequence of ${s.w6Leaves} leaves that wait ${s.w6GapMs} ms and then emit an event whose text is the wall clock; a follower (\`engine.events(id, { follow: true })\`) in the bench process records when each event arrives. commit → received uses \`pg_xact_commit_timestamp(xmin)\` of the event row (PostgreSQL's clock; the offset to Node's clock is measured with \`clock_timestamp()\` and applied; it is the same host clock, so it is ~0); emitted → received uses the leaf's own stamp, taken before the insert. ${s.w6Invocations} followed invocations per mode after one warm-up (${s.w6Invocations * s.w6Leaves} events).
 - **Scaling**: W2 with ${(s.scalingWorkers ?? [1, 2, 4]).join(', ')} \`agentloom worker\` processes on PostgreSQL + BullMQ/Redis, a fresh database and fresh workers for each count; CPU time from /proc/<pid>/stat of the workers, of the postmaster and its children, of Redis and of the bench process, the machine's busy share from /proc/stat; the worker's profile: \`node --cpu-prof\` on a worker of its own, its samples cut to one W2 run.
-- **Scaled for this machine** (2 cores, total run ≈ 15 min with ${s.rounds ?? 1} rounds): ${s.runs} measured runs per workload${s.w1Runs ? ` (W1: ${s.w1Runs})` : ''}; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
+- **Scaled for this machine** (2 cores, total run ≈ 15 min with ${s.rounds ?? 1} rounds${s.warmupRounds ? ` and ${s.warmupRounds} warm-up` : ''}): ${s.runs} measured runs per workload${s.w1Runs ? ` (W1: ${s.w1Runs})` : ''}; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
 
 Reproduce: \`npm run bench\` at the repository root (installs bench/'s dependencies when missing). \`npm run bench -- --quick\` runs a tiny version into bench/results/quick/; \`-- --only dbos,agentloom-pg-local\` runs some suites.`;
 }
@@ -404,7 +404,7 @@ export function renderMarkdown(
   const failed = report.suites.filter((s) => s.errors.length > 0);
   return `# Benchmarks
 
-Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run (${rounds(report)} interleaved round(s) of the comparison suites). Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: issue 7 and ARCHITECTURE.md "Performance budget".
+Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run (${rounds(report)} interleaved round(s) of the comparison suites${report.scale.warmupRounds ? `, after ${report.scale.warmupRounds} unmeasured warm-up round(s)` : ''}). Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: issue 7 and ARCHITECTURE.md "Performance budget".
 
 ![W1–W3 side by side](${rel(paths.chartPath)})
 
@@ -423,7 +423,7 @@ ${failed.length > 0 ? `Failures: ${failed.map((s) => `${s.suite}: \`${s.errors.j
 
 ${targetsTable(report)}
 
-For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for W2 the best of those that run on one process (the 2-worker mode is shown, not counted). Ratios are of medians; "range" is every ratio the two systems' ranges allow; a verdict is **inconclusive** when the goal is met at one end of that range and missed at the other (bench/README.md, "Rounds, spread and verdicts").
+For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for W2 the best of those that run on one process (the 2-worker mode is shown, not counted). A ratio is the median of the rounds' ratios (each round's figure of one system ÷ the same round's of the other) and "range" is their lowest to highest (with one round: the ratio of medians, and every ratio the two systems' ranges allow); a verdict is **inconclusive** when the goal is met at one end of that range and missed at the other (bench/README.md, "Rounds, spread and verdicts").
 
 ### Issue 33: the distributed modes
 
@@ -433,7 +433,7 @@ ${why33(report)}
 
 ## Ratios
 
-agentloom ÷ the other system, on medians (in brackets: every ratio the two ranges allow). W1 and W3: below 1× is faster. W2: above 1× is more throughput.
+agentloom ÷ the other system: the median of the rounds' ratios (in brackets: their lowest to highest; with one round, every ratio the two ranges allow). W1 and W3: below 1× is faster. W2: above 1× is more throughput.
 
 ### W1 (ms per step)
 

@@ -21,7 +21,7 @@ function table(header: string[], rows: string[][]): string {
 export function verdictCell(t: Target): string {
   const v = t.verdict ?? (t.met === undefined ? 'not measured' : t.met ? 'met' : 'not met');
   if (v === 'inconclusive')
-    return `**inconclusive**: spread too wide to conclude (the medians say ${t.met ? 'met' : 'not met'})`;
+    return `**inconclusive**: spread too wide to conclude (the median says ${t.met ? 'met' : 'not met'})`;
   return v === 'not measured' ? 'not measured' : `**${v}**`;
 }
 
