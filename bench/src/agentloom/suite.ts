@@ -22,7 +22,7 @@ import { W1_STEPS, W2_STEPS } from './apps.js';
 import { MODE_LABELS, openMode, type ModeName } from './modes.js';
 import { cpuProfile } from './profile.js';
 import { roundTrips } from './breakdown.js';
-import { w1Timeline } from './timeline.js';
+import { w1Timeline, w3Timeline } from './timeline.js';
 import { seq5Alone, w1, w2, w3, W3_STEPS } from './workloads.js';
 
 /** W1 runs the CPU profile of the in-process mode spans. */
@@ -127,6 +127,7 @@ export async function runModeSuite(mode: ModeName, ctx: BenchContext): Promise<S
       result.extra = {
         ...result.extra,
         w1Timeline: await w1Timeline(engine, target.databaseUrl, scale.w1Runs),
+        w3Timeline: await w3Timeline(engine, target.databaseUrl, scale.w1Runs),
         roundTrips: await roundTrips({ mode, target, counters, ctx }),
       };
     }

@@ -11,7 +11,13 @@ import { baselineSection } from './baseline.js';
 import { best, counts, figure, labelOf, marginal, suite, type BenchReport, type Workload } from './shape.js';
 import { PG_MODES } from './targets.js';
 import { ratioOf, relativeSpread, rangeOf } from './spread.js';
-import { goalsTable, roundTripsSection, timelineSection, verdictCell } from './sections33.js';
+import {
+  goalsTable,
+  roundTripsSection,
+  timelineSection,
+  verdictCell,
+  w3TimelineSection,
+} from './sections33.js';
 import { why33 } from './why33.js';
 import { scalingSection } from './scaling.js';
 
@@ -461,6 +467,7 @@ ${marginalTable(report)}
 ${scalingSection(report, paths.scalingChartPath && rel(paths.scalingChartPath))}
 ${roundTripsSection(report)}
 ${timelineSection(report)}
+${w3TimelineSection(report)}
 ## Where the time goes
 
 ${analysis(report)}

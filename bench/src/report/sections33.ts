@@ -5,7 +5,7 @@
  * of W1 runs, agentloom/timeline.ts).
  */
 import type { RoundTrips, RoundTripWindow } from '../agentloom/breakdown.js';
-import type { W1Timeline } from '../agentloom/timeline.js';
+import type { W1Timeline, W3Timeline } from '../agentloom/timeline.js';
 import { GOAL_MODES, GOAL_ROWS, LOCAL_GOAL_MODE } from './goals33.js';
 import { labelOf, suite, type BenchReport, type Target } from './shape.js';
 
@@ -161,5 +161,38 @@ export function timelineSection(report: BenchReport): string {
 Timed: ${runs} more W1 runs per mode after its measured runs (round 1), each cut into stretches by the bench process's clock and the timestamps PostgreSQL wrote (same machine, same clock); medians over the runs, in ms, so the stretches need not add up to the total. **enqueue**: the \`enqueue\` call (its statement; in a distributed mode also the job's add to the queue after the commit). **→ first leaf's commit**: from \`enqueue\` returning to the start of the first leaf's commit statement (distributed: the job's trip to a worker, the root's claim there, the leaf's run). **per leaf**: from the first leaf's commit to the last one's, per leaf (its run and its commit). **last commit → wait**: the last commit (which ends the invocation), the end's notification to the bench process (which carries the run's view, so \`wait\` reads nothing more, unless the view is too large for a notification).
 
 ${table(['mode', 'enqueue', "→ first leaf's commit", 'per leaf', 'last commit → wait', 'total', 'vs in-process'], rows)}
+`;
+}
+
+/** "Where a W3 run's time goes": the timed stretches of a W3 run per PostgreSQL mode (round 1). */
+export function w3TimelineSection(report: BenchReport): string {
+  const modes = ['agentloom-pg-local', ...GOAL_MODES].filter((m) => suite(report, m)?.extra?.w3Timeline);
+  if (modes.length === 0) return '';
+  const of = (m: string): W3Timeline => suite(report, m)?.extra?.w3Timeline as W3Timeline;
+  const local = modes.includes('agentloom-pg-local') ? of('agentloom-pg-local') : undefined;
+  const rows = modes.map((m) => {
+    const t = of(m);
+    const extra =
+      local && m !== 'agentloom-pg-local'
+        ? `${t.totalMs - local.totalMs >= 0 ? '+' : ''}${n(t.totalMs - local.totalMs)}`
+        : '—';
+    return [
+      labelOf(report, m),
+      n(t.enqueueMs),
+      n(t.toFanOutMs),
+      `${n(t.branchesMs)} (${n(t.endStatements, 0)} statement${t.endStatements === 1 ? '' : 's'})`,
+      n(t.toJoinMs),
+      n(t.joinMs),
+      n(t.endToWaitMs),
+      `**${n(t.totalMs, 1)}**`,
+      extra,
+    ];
+  });
+  const first = of(modes[0] as string);
+  return `## Where a W3 run's time goes
+
+Timed like W1: ${first.runs} more W3 runs per mode (round 1), cut by the bench process's clock and the timestamps PostgreSQL wrote (a node's and an event's \`created_at\`: the start of the statement that wrote it); medians, in ms. **enqueue**: the \`enqueue\` call. **→ fan-out**: from \`enqueue\` returning to the statement that inserts the ${first.branches} branches (distributed: the job's trip to a worker; every mode: the root's and the parallel's advances). **branches, less the sleep**: from that statement to the last statement of branch ends, less the ${first.sleepMs} ms every branch sleeps (the fan-out statement and its answer, the branches' start, their timers, their ends gathered into statements). **→ join's insert**: from the last branch ends' statement to the statement that ends the parallel and inserts the join (the first statement itself, the parallel's end decided). **join**: that statement, the join's run, to its commit's start. **end → wait**: the join's commit (which ends the invocation) and the end's notification to \`wait\`.
+
+${table(['mode', 'enqueue', '→ fan-out', 'branches, less the sleep', "→ join's insert", 'join', 'end → wait', 'total', 'vs in-process'], rows)}
 `;
 }

@@ -6,7 +6,7 @@
  */
 import type { RoundTrips } from '../agentloom/breakdown.js';
 import type { ProfileSummary } from '../agentloom/profile.js';
-import type { W1Timeline } from '../agentloom/timeline.js';
+import type { W1Timeline, W3Timeline } from '../agentloom/timeline.js';
 import { scalingRows } from './scaling.js';
 import { statementKind } from './sections33.js';
 import type { Figure } from '../measure.js';
@@ -274,6 +274,35 @@ function physicalReasons(report: BenchReport): string[] {
   ];
 }
 
+/** The timed stretches of W3 runs ("Where a W3 run's time goes"): in-process over the sleep, the missed modes over it. */
+function w3Timed(report: BenchReport, rows: Target[]): string {
+  const of = (m: string): W3Timeline | undefined =>
+    suite(report, m)?.extra?.w3Timeline as W3Timeline | undefined;
+  const l = of(LOCAL);
+  if (!l) return '';
+  const d = (a: number, b: number): string => `${a - b >= 0 ? '+' : '−'}${n(Math.abs(a - b))}`;
+  const others = [...new Set(rows.map((t) => t.mode ?? ''))].flatMap((mode) => {
+    const t = of(mode);
+    if (!t || mode === LOCAL) return [];
+    return [
+      `${labelOf(report, mode).replace(/^agentloom, /, '')} ${d(t.totalMs, l.totalMs)} ms over it (the enqueue ` +
+        `${d(t.enqueueMs, l.enqueueMs)}, to the fan-out ${d(t.toFanOutMs, l.toFanOutMs)}, the branches ` +
+        `${d(t.branchesMs, l.branchesMs)}, to the join's insert ${d(t.toJoinMs, l.toJoinMs)}, the join ` +
+        `${d(t.joinMs, l.joinMs)}, the end to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)})`,
+    ];
+  });
+  return (
+    ` Timed (${l.runs} more runs each, "Where a W3 run's time goes"), the in-process run took ` +
+    `${n(l.totalMs - l.sleepMs, 1)} ms beyond its branches' ${l.sleepMs} ms sleep: the enqueue ${n(l.enqueueMs)}, ` +
+    `to the fan-out's statement ${n(l.toFanOutMs)} (the root's and the parallel's advances), the branches ` +
+    `${n(l.branchesMs)} beyond their sleep (the fan-out statement, ${l.branches} leaf starts, their timers, their ` +
+    `ends gathered into ${n(l.endStatements, 0)} statement${l.endStatements === 1 ? '' : 's'}), from the last ends' ` +
+    `statement to the join's insert ${n(l.toJoinMs)} (that statement and the parallel's end), the join ` +
+    `${n(l.joinMs)}, the end to \`wait\` ${n(l.endToWaitMs)}` +
+    (others.length > 0 ? `; ${others.join('; ')}.` : '.')
+  );
+}
+
 function w3Reasons(report: BenchReport): string[] {
   const rows = missed(report, 'W3 fan-out wall time');
   if (rows.length === 0) return [];
@@ -304,6 +333,7 @@ function w3Reasons(report: BenchReport): string[] {
       `by its claim before the fan-out is advanced, and \`wait\` in the enqueuing process learning of the end from ` +
       `the worker's notification — a few ms on an idle machine, more when the two cores are shared by the bench, ` +
       `the worker, PostgreSQL and Redis.` +
+      w3Timed(report, rows) +
       (below.length > 0
         ? ` In this run ${below.join(', and ')}: more than the ${n(bound, 0)} ms asked, before any queue trip, so ` +
           `it cannot be met on this machine.`
