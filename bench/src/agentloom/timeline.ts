@@ -41,6 +41,20 @@ function median(values: number[]): number {
     : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
+/** One completed run of `app`, with the bench clock before `enqueue`, after it, and when `wait` resolved. */
+async function timedRun(
+  engine: Engine,
+  app: string,
+): Promise<{ invocationId: string; started: number; enqueued: number; settled: number }> {
+  const started = wallNow();
+  const { invocationId } = await engine.enqueue({ app, userId: 'bench', input: 'go' });
+  const enqueued = wallNow();
+  const done = await engine.wait(invocationId, { timeoutMs: 600_000 });
+  const settled = wallNow();
+  if (done.status !== 'completed') throw new Error(`${app} invocation ${invocationId} ended ${done.status}`);
+  return { invocationId, started, enqueued, settled };
+}
+
 /** Times `runs` W1 invocations on `engine`, whose database is `databaseUrl`. */
 export async function w1Timeline(engine: Engine, databaseUrl: string, runs: number): Promise<W1Timeline> {
   const client = new pg.Client({ connectionString: databaseUrl });
@@ -48,13 +62,7 @@ export async function w1Timeline(engine: Engine, databaseUrl: string, runs: numb
   const samples: Omit<W1Timeline, 'runs' | 'steps'>[] = [];
   try {
     for (let i = 0; i < runs; i++) {
-      const started = wallNow();
-      const { invocationId } = await engine.enqueue({ app: 'seq20', userId: 'bench', input: 'go' });
-      const enqueued = wallNow();
-      const done = await engine.wait(invocationId, { timeoutMs: 600_000 });
-      const settled = wallNow();
-      if (done.status !== 'completed')
-        throw new Error(`seq20 invocation ${invocationId} ended ${done.status}`);
+      const { invocationId, started, enqueued, settled } = await timedRun(engine, 'seq20');
       // Read after the run, outside every timed stretch. A leaf's events share its commit's timestamp.
       const { rows } = await client.query<{ first: string; last: string; leaves: string; ended: string }>(
         `select extract(epoch from min(e.created_at)) * 1000 as first,
@@ -130,13 +138,7 @@ export async function w3Timeline(engine: Engine, databaseUrl: string, runs: numb
   const samples: Omit<W3Timeline, 'runs' | 'branches' | 'sleepMs'>[] = [];
   try {
     for (let i = 0; i < runs; i++) {
-      const started = wallNow();
-      const { invocationId } = await engine.enqueue({ app: 'fan50', userId: 'bench', input: 'go' });
-      const enqueued = wallNow();
-      const done = await engine.wait(invocationId, { timeoutMs: 600_000 });
-      const settled = wallNow();
-      if (done.status !== 'completed')
-        throw new Error(`fan50 invocation ${invocationId} ended ${done.status}`);
+      const { invocationId, started, enqueued, settled } = await timedRun(engine, 'fan50');
       const { rows } = await client.query<Record<string, string | null>>(
         `select (select extract(epoch from min(created_at)) * 1000 from nodes
                   where invocation_id = $1 and agent ~ '^b[0-9]+$') as fan_out,

@@ -134,6 +134,12 @@ Counted, not timed (so it holds on a busy machine): one W1 and one W2 run per mo
 ${parts.join('\n')}`;
 }
 
+/** A timeline's "vs in-process" cell: the mode's total minus the in-process mode's ('—' for that mode itself). */
+function versusLocal(mode: string, total: number, localTotal: number | undefined): string {
+  if (localTotal === undefined || mode === 'agentloom-pg-local') return '—';
+  return `${total - localTotal >= 0 ? '+' : ''}${n(total - localTotal)}`;
+}
+
 /** "Where a W1 run's time goes": the timed stretches of each PostgreSQL mode's W1 runs (agentloom/timeline.ts). */
 export function timelineSection(report: BenchReport): string {
   const modes = ['agentloom-pg-local', ...GOAL_MODES].filter((m) => suite(report, m)?.extra?.w1Timeline);
@@ -141,10 +147,7 @@ export function timelineSection(report: BenchReport): string {
   const local = suite(report, 'agentloom-pg-local')?.extra?.w1Timeline as W1Timeline | undefined;
   const rows = modes.map((m) => {
     const t = suite(report, m)?.extra?.w1Timeline as W1Timeline;
-    const extra =
-      local && m !== 'agentloom-pg-local'
-        ? `${t.totalMs - local.totalMs >= 0 ? '+' : ''}${n(t.totalMs - local.totalMs)}`
-        : '—';
+    const extra = versusLocal(m, t.totalMs, local?.totalMs);
     return [
       labelOf(report, m),
       n(t.enqueueMs),
@@ -172,10 +175,7 @@ export function w3TimelineSection(report: BenchReport): string {
   const local = modes.includes('agentloom-pg-local') ? of('agentloom-pg-local') : undefined;
   const rows = modes.map((m) => {
     const t = of(m);
-    const extra =
-      local && m !== 'agentloom-pg-local'
-        ? `${t.totalMs - local.totalMs >= 0 ? '+' : ''}${n(t.totalMs - local.totalMs)}`
-        : '—';
+    const extra = versusLocal(m, t.totalMs, local?.totalMs);
     return [
       labelOf(report, m),
       n(t.enqueueMs),
