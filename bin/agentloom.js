@@ -8,6 +8,7 @@
 // (scripts/bundle-cli.ts: one file and its chunks instead of ~130 modules, half the start); the others from
 // dist/src/, the copy of the classes an installed package's apps import.
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import nodeModule from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -51,6 +52,10 @@ function buildToRun() {
   if (!client) return undefined;
   return newerThan(sources, statSync(bundled).mtimeMs) ? undefined : bundled;
 }
+
+// Node 22.1+ keeps the bytecode of the modules it compiled in a cache directory (under the OS's temp directory),
+// so a second start skips compiling: ~50 ms of a client command's ~250 ms on Node 24. Node 20 has no such cache.
+nodeModule.enableCompileCache?.();
 
 const build = buildToRun();
 if (build) {

@@ -1,8 +1,13 @@
 /**
- * The HTTP client of the CLI's client commands (`run`, `status`, `events`, `approve`, …): Node's fetch against the
- * API at `--url` / `AGENTLOOM_URL` with `--api-key` / `AGENTLOOM_API_KEY`, every answer validated with the API's
- * own zod schemas, every failure an {@link ApiClientError} carrying the API's error code and message.
+ * The HTTP client of the CLI's client commands (`run`, `status`, `events`, `approve`, …) against the API at `--url` /
+ * `AGENTLOOM_URL` with `--api-key` / `AGENTLOOM_API_KEY`, every answer validated with the API's own zod schemas,
+ * every failure an {@link ApiClientError} carrying the API's error code and message.
+ *
+ * Plain requests go through `node:http` (`node:https` for an https URL); only the event stream uses fetch. Node
+ * loads fetch's implementation (undici) on first use: ~150 ms of a command's start on a 2.1 GHz core, half of what
+ * a client command may take (issue 33: `agentloom status` in 300 ms).
  */
+import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import type { z } from 'zod';
 import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
@@ -32,7 +37,7 @@ import { ApiClientError, UsageError } from '../terminal/cli-errors.js';
 /** Where the API is when neither `--url` nor `AGENTLOOM_URL` says. */
 export const DEFAULT_API_URL = 'http://127.0.0.1:8080';
 
-/** How long a plain request (not an event stream) may take. */
+/** How long a plain request (not an event stream) may take unless {@link ApiClientOptions} say otherwise. */
 const REQUEST_TIMEOUT_MS = 60_000;
 
 /** Flags every client command takes (strings, as commander gives them). */
@@ -103,9 +108,22 @@ function queryOf(fields: Record<string, string | undefined>): URLSearchParams {
   return query;
 }
 
+/** Options of an {@link ApiClient}. */
+export interface ApiClientOptions {
+  /** How long a plain request (not an event stream) may take before it fails as TIMEOUT; default a minute. */
+  requestTimeoutMs?: number;
+}
+
 /** A client of one agentloom API. */
 export class ApiClient {
-  constructor(readonly config: ClientConfig) {}
+  private readonly requestTimeoutMs: number;
+
+  constructor(
+    readonly config: ClientConfig,
+    options: ApiClientOptions = {},
+  ) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? REQUEST_TIMEOUT_MS;
+  }
 
   private headers(extra: Record<string, string> = {}): Record<string, string> {
     return this.config.apiKey ? { authorization: `Bearer ${this.config.apiKey}`, ...extra } : extra;
@@ -132,9 +150,8 @@ export class ApiClient {
     );
   }
 
-  /** Turns a non-2xx answer into an {@link ApiClientError} with the API's code and message. */
-  private async failure(response: Response): Promise<ApiClientError> {
-    const text = await response.text().catch(() => '');
+  /** Turns a non-2xx answer (its status and body) into an {@link ApiClientError} with the API's code and message. */
+  private failure(status: number, statusText: string, text: string): ApiClientError {
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
@@ -143,40 +160,88 @@ export class ApiClient {
     }
     const body = errorSchema.safeParse(parsed);
     if (!body.success) {
-      const snippet = text.trim().slice(0, 200) || response.statusText;
+      const snippet = text.trim().slice(0, 200) || statusText;
       return new ApiClientError(
-        `HTTP_${response.status}`,
-        `${this.config.url} answered ${response.status}: ${snippet}`,
-        response.status,
+        `HTTP_${status}`,
+        `${this.config.url} answered ${status}: ${snippet}`,
+        status,
       );
     }
     let { message } = body.data.error;
-    if (response.status === 401) message += ' (the CLI sends --api-key or AGENTLOOM_API_KEY)';
-    return new ApiClientError(body.data.error.code, message, response.status);
+    if (status === 401) message += ' (the CLI sends --api-key or AGENTLOOM_API_KEY)';
+    return new ApiClientError(body.data.error.code, message, status);
   }
 
-  /** Sends a request and returns the response (2xx) or throws the API's error. */
-  async send(
+  /**
+   * Sends a plain request through `node:http` / `node:https` and reads its whole answer; throws the API's error for
+   * a non-2xx answer and {@link unreachable}'s for none (or one that broke off, or took over a minute).
+   */
+  private async request(
     path: string,
-    init: { method?: string; body?: unknown; headers?: Record<string, string>; signal?: AbortSignal } = {},
+    init: { method?: string; body?: unknown },
+  ): Promise<{ status: number; text: string }> {
+    const url = new URL(`${this.config.url}${path}`);
+    const payload = init.body === undefined ? undefined : JSON.stringify(init.body);
+    const headers = this.headers({
+      accept: 'application/json',
+      ...(payload === undefined
+        ? {}
+        : { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(payload)) }),
+    });
+    const send: typeof httpRequest =
+      url.protocol === 'https:' ? (await import('node:https')).request : httpRequest;
+    const signal = AbortSignal.timeout(this.requestTimeoutMs);
+    const options: RequestOptions = { method: init.method ?? 'GET', headers, signal };
+    let answer: { status: number; statusText: string; text: string };
+    try {
+      answer = await new Promise((resolve, reject) => {
+        const req = send(url, options, (response: IncomingMessage) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('error', reject);
+          response.on('end', () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              statusText: response.statusMessage ?? '',
+              text: Buffer.concat(chunks).toString('utf8'),
+            }),
+          );
+          // Closed before its end: the connection was lost mid-answer (a no-op once 'end' resolved).
+          response.on('close', () =>
+            reject(Object.assign(new Error('the answer broke off'), { code: 'ECONNRESET' })),
+          );
+        });
+        req.on('error', reject);
+        req.end(payload);
+      });
+    } catch (err) {
+      throw this.unreachable(signal.aborted ? signal.reason : err);
+    }
+    if (answer.status < 200 || answer.status > 299) {
+      throw this.failure(answer.status, answer.statusText, answer.text);
+    }
+    return answer;
+  }
+
+  /** Sends a request and returns the fetch response (2xx) or throws the API's error: for event streams. */
+  private async send(
+    path: string,
+    init: { headers?: Record<string, string>; signal: AbortSignal },
   ): Promise<Response> {
-    const hasBody = init.body !== undefined;
     let response: Response;
     try {
       response = await fetch(`${this.config.url}${path}`, {
-        method: init.method ?? 'GET',
-        headers: this.headers({
-          ...(hasBody ? { 'content-type': 'application/json' } : {}),
-          ...init.headers,
-        }),
-        body: hasBody ? JSON.stringify(init.body) : undefined,
-        signal: init.signal ?? AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+        headers: this.headers(init.headers),
+        signal: init.signal,
       });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
       throw this.unreachable(err);
     }
-    if (!response.ok) throw await this.failure(response);
+    if (!response.ok) {
+      const text = await response.text().catch(() => '');
+      throw this.failure(response.status, response.statusText, text);
+    }
     return response;
   }
 
@@ -186,13 +251,12 @@ export class ApiClient {
     path: string,
     init: { method?: string; body?: unknown } = {},
   ): Promise<T> {
-    const response = await this.send(path, init);
+    const response = await this.request(path, init);
     let body: unknown;
     try {
-      body = await response.json();
-    } catch (err) {
-      // A body that is not JSON is a wrong server; one that broke off is a lost connection.
-      if (!(err instanceof SyntaxError)) throw this.unreachable(err);
+      body = JSON.parse(response.text);
+    } catch {
+      // A body that is not JSON is a wrong server.
       body = undefined;
     }
     const parsed = schema.safeParse(body);

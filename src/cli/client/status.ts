@@ -66,8 +66,11 @@ export function formatStatus(view: StatusView, nodes: NodeJson[], hints?: HintOp
 
 /** Prints the status of one invocation as the API reports it; returns the invocation. */
 export async function printStatus(client: ApiClient, invocationId: string): Promise<InvocationJson> {
+  // Both requests at once; the invocation's failure (e.g. NOT_FOUND) is the one reported.
+  const pendingNodes = client.nodes(invocationId);
+  pendingNodes.catch(() => undefined);
   const view = await client.invocation(invocationId);
-  const nodes = await client.nodes(invocationId);
+  const nodes = await pendingNodes;
   for (const line of formatStatus(view, nodes, { url: client.config.url })) console.log(line);
   return view;
 }
