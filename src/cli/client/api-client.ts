@@ -259,7 +259,9 @@ export class ApiClient {
       // A body that is not JSON is a wrong server.
       body = undefined;
     }
-    const parsed = schema.safeParse(body);
+    // jitless: zod would otherwise compile a parser for each object schema on its first use (`new Function`), which
+    // pays off over many parses; a client command parses each answer once.
+    const parsed = schema.safeParse(body, { jitless: true });
     if (!parsed.success) {
       throw new ApiClientError(
         'BAD_RESPONSE',
