@@ -3,7 +3,9 @@
  * self time by area (agentloom folder, npm package, GC, idle) and by function. Used on the in-process
  * PostgreSQL mode, where the producer, the queue and the steps all run in the profiled process.
  */
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 
 interface ProfileNode {
   id: number;
@@ -120,6 +122,9 @@ export async function cpuProfile(work: () => Promise<unknown>): Promise<ProfileS
     await session.post('Profiler.start');
     await work();
     const { profile } = (await session.post('Profiler.stop')) as { profile: Profile };
+    // BENCH_CPUPROFILE_DIR=dir keeps each raw profile too, for Chrome DevTools or speedscope.
+    const dir = process.env.BENCH_CPUPROFILE_DIR;
+    if (dir) writeFileSync(join(dir, `${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(profile));
     return summarizeProfile(profile);
   } finally {
     await session.post('Profiler.disable').catch(() => undefined);
