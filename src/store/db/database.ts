@@ -3,7 +3,7 @@
  * PGlite (Postgres in WASM, on disk or in memory). Everything above this file sees only {@link Database}.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { fillPlaceholders, type SQL } from 'drizzle-orm';
+import { fillPlaceholders, Placeholder, type SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
@@ -16,6 +16,7 @@ import { AgentloomError } from '../../core/errors.js';
 import { PgListener } from './pg-listener.js';
 import { createResilientPool } from './pg-pool.js';
 import * as schema from './schema.js';
+import { escapeLiteral } from './sql-literal.js';
 
 /** A drizzle database or transaction over the agentloom schema, whatever the driver. */
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -251,7 +252,7 @@ function batchName(text: string): string {
 /** A value as an SQL literal of unknown type (coerced to the parameter's type, as a bound text value is). */
 function literal(value: unknown): string {
   const text = wireValue(value);
-  return text === null ? 'null' : pg.escapeLiteral(text);
+  return text === null ? 'null' : escapeLiteral(text);
 }
 
 /** Statement names prepared in each PGlite instance (it has one connection: names live as long as it does). */
@@ -325,6 +326,36 @@ function rowsOf<T>(messages: readonly unknown[]): T[] {
 }
 
 /**
+ * A statement's text and parameters with every use of one named placeholder bound to one parameter: drizzle
+ * numbers each use apart (`$1`, `$7`, `$12` for three uses of `id`), so the value would be sent, escaped and
+ * parsed once per use (11 times for an invocation id in a leaf's completion: ~40% of a step's statement). Values
+ * that are not placeholders keep a parameter each. Left as drizzle made it when its `$n` are not exactly
+ * `$1`…`$params.length` (the text then holds a `$` this rewrite cannot tell from a parameter).
+ */
+export function shareRepeatedPlaceholders(
+  text: string,
+  params: readonly unknown[],
+): { text: string; params: unknown[] } {
+  const uses = [...text.matchAll(/\$(\d+)\b/g)].map((m) => Number(m[1]));
+  if (uses.length !== params.length || uses.some((n, i) => n !== i + 1)) return { text, params: [...params] };
+  const shared: unknown[] = [];
+  const byName = new Map<string, number>();
+  const renumbered = params.map((param) => {
+    if (param instanceof Placeholder) {
+      const known = byName.get(param.name);
+      if (known !== undefined) return known;
+      byName.set(param.name, shared.push(param));
+      return shared.length;
+    }
+    return shared.push(param);
+  });
+  return {
+    text: text.replace(/\$(\d+)\b/g, (_, n: string) => `$${renumbered[Number(n) - 1]}`),
+    params: shared,
+  };
+}
+
+/**
  * A hot statement written once with `sql.placeholder(name)` for its values: its text and parameter order are
  * computed on first use, and each run only binds values by name (no SQL assembly per call), as a named prepared
  * statement on PostgreSQL (see {@link queryPrepared}).
@@ -345,7 +376,7 @@ export class HotStatement {
   run<T>(db: Db, values: Record<string, unknown>): Promise<T[]> {
     if (!this.compiled) {
       const query = new PgDialect().sqlToQuery(this.build());
-      this.compiled = { text: query.sql, params: query.params };
+      this.compiled = shareRepeatedPlaceholders(query.sql, query.params);
     }
     return runText<T>(
       db,
