@@ -90,6 +90,18 @@ export function plusFigure(a: Figure, b: Figure, share: number): Figure {
   };
 }
 
+/** `a` with `ms` added to each of its rounds (and to its median and ends): a fixed cost measured once, added per round. */
+export function shiftFigure(a: Figure, ms: number): Figure {
+  return {
+    ...a,
+    median: a.median + ms,
+    min: a.min + ms,
+    max: a.max + ms,
+    samples: [],
+    ...(a.rounds ? { rounds: a.rounds.map((r) => r + ms) } : {}),
+  };
+}
+
 /** `a ÷ b`, paired by round when both have two rounds or more in common (see the module's rule). */
 export function ratioOf(a: Figure, b: Figure): Ranged {
   const paired = pairedRatios(a, b);
