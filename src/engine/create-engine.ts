@@ -39,9 +39,33 @@ import { parseSecretKey, SecretBox } from '../core/secret-box.js';
 const QUEUE_HINT =
   "queue must be 'local', { redis: 'redis://…' }, { postgres: 'postgres://…' } or a StepQueue instance";
 
+/**
+ * Whether two PostgreSQL URLs name one database (host, port, database and user alike, defaults filled in): then
+ * the queue's jobs can be added by the store's own statements.
+ */
+export function sameDatabase(a: string, b: string): boolean {
+  const key = (url: string): string | undefined => {
+    try {
+      const u = new URL(url);
+      const params = u.searchParams;
+      return JSON.stringify([
+        params.get('host') ?? (u.hostname || 'localhost'),
+        params.get('port') ?? (u.port || '5432'),
+        decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username),
+        decodeURIComponent(u.username),
+      ]);
+    } catch {
+      return undefined;
+    }
+  };
+  const ka = key(a);
+  return ka !== undefined && ka === key(b);
+}
+
 function resolveQueue(
   option: QueueOption | undefined,
   store: Store,
+  storeUrl: string | undefined,
   leaseMs: number,
   logger: Logger,
 ): { queue: StepQueue; bus: Bus } {
@@ -115,6 +139,7 @@ function resolveQueue(
         prefix: chosen.prefix,
         leaseMs,
         onError,
+        jobsInStoreStatements: storeUrl !== undefined && sameDatabase(chosen.postgres, storeUrl),
       }),
       bus: notifyBus(),
     };
@@ -203,7 +228,13 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
   let parts: { queue: StepQueue; bus: Bus };
   try {
-    parts = resolveQueue(options.queue, store, options.leaseMs ?? 15_000, logger);
+    parts = resolveQueue(
+      options.queue,
+      store,
+      typeof target === 'string' ? target : undefined,
+      options.leaseMs ?? 15_000,
+      logger,
+    );
   } catch (err) {
     await store.close();
     throw err;

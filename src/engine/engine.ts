@@ -257,6 +257,7 @@ export class Engine {
         defaultMaxLlmCalls: this.options.maxLlmCalls ?? 500,
         wake: (jobs, definition) => this.wake(jobs, definition),
         rootAtEnqueue: this.queue.kind !== 'local',
+        ...(this.queue.inStatement ? { jobsInStatement: this.queue.inStatement } : {}),
         settles: this.settles,
       },
       input,

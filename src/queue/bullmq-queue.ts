@@ -21,6 +21,7 @@ import {
   jobId,
   stepJobSchema,
   type EnqueueOptions,
+  type JobsInStatement,
   type LocalSlots,
   type ProcessOptions,
   type StepHandler,
@@ -55,9 +56,24 @@ export interface BullmqQueueOptions {
   retryDelayMs?: number;
   /** Failures of handlers and of the connection (logged by the engine; never thrown into a timer). */
   onError?: (err: unknown, job?: StepJob) => void;
+  /**
+   * On PostgreSQL: the queue's database is the store's, so the store's statements may add jobs in their own
+   * transaction ({@link BullmqQueue.inStatement}). Set by `createEngine` when both URLs name one database.
+   */
+  jobsInStoreStatements?: boolean;
 }
 
 const JOB_NAME = 'step';
+
+/**
+ * One job's add on BullMQ's PostgreSQL backend, from a jsonb `j` of {@link BullmqQueue.inStatement}'s entries:
+ * `add_job`, the function BullMQ's own producer calls (its portable SQL interface), with the arguments that
+ * producer passes for a job of ours (no priority, no delay, no parent, no deduplication, FIFO). It takes the
+ * producers' shared lock and sends the workers' NOTIFY, delivered at the caller's commit.
+ */
+const ADD_JOB_CALL =
+  `"${DEFAULT_SCHEMA}".add_job(j->>'queue', j->>'id', j->>'name', j->'data', j->'opts', 0, 0::bigint, ` +
+  `(j->>'timestamp')::bigint, 1, null, null, null, null, null, false)`;
 
 /**
  * On BullMQ's PostgreSQL backend, `addBulk` creates two temporary tables per call (catalog writes: ~26 KB of WAL,
@@ -121,6 +137,8 @@ export class BullmqQueue implements StepQueue {
     },
   };
 
+  readonly inStatement?: JobsInStatement;
+
   constructor(private readonly options: BullmqQueueOptions) {
     if ('redis' in options.connection) {
       this.kind = 'redis';
@@ -138,6 +156,24 @@ export class BullmqQueue implements StepQueue {
       // per definition enqueued to): many are expected, none is a leak.
       this.poolEvents = this.pool as unknown as EventEmitter;
       this.poolEvents.setMaxListeners(0);
+      if (options.jobsInStoreStatements) {
+        this.inStatement = {
+          ready: () => this.ready(),
+          addCall: ADD_JOB_CALL,
+          entries: (jobs) =>
+            jobs.map((job) => {
+              const { name, data, opts } = this.entry(job, {});
+              return {
+                queue: this.queueName(job.definition),
+                id: opts.jobId,
+                name,
+                data,
+                opts,
+                timestamp: Date.now(),
+              };
+            }),
+        };
+      }
     }
   }
 
@@ -224,8 +260,9 @@ export class BullmqQueue implements StepQueue {
     void queue.close().catch(() => undefined);
   }
 
-  private async addTo(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
-    const entries = jobs.map((job) => ({
+  /** A job as BullMQ adds it: its name, its data and its options. */
+  private entry(job: StepJob, options: EnqueueOptions) {
+    return {
       name: JOB_NAME,
       // Only the job's identity crosses the process boundary (an in-process hint does not).
       data: {
@@ -242,7 +279,11 @@ export class BullmqQueue implements StepQueue {
         removeOnFail: true,
         ...(options.delayMs && options.delayMs > 0 ? { delay: Math.round(options.delayMs) } : {}),
       },
-    }));
+    };
+  }
+
+  private async addTo(queue: Queue, jobs: readonly StepJob[], options: EnqueueOptions): Promise<void> {
+    const entries = jobs.map((job) => this.entry(job, options));
     if (this.kind === 'postgres' && entries.length < PG_BULK_FROM) {
       await Promise.all(entries.map((e) => queue.add(e.name, e.data, e.opts)));
     } else await queue.addBulk(entries);

@@ -78,6 +78,23 @@ export interface LocalSlots {
   run(jobs: readonly StepJob[]): void;
 }
 
+/**
+ * Jobs added by another statement: a queue kept in the store's own PostgreSQL database offers this, so that the
+ * jobs an enqueue makes commit with the enqueue itself — one statement and one commit instead of a queue write
+ * after the commit (a wake-up no crash between the two can lose, and one round trip fewer in a run's start).
+ */
+export interface JobsInStatement {
+  /** Resolves once the queue's tables and functions exist (the statement calls them). */
+  ready(): Promise<void>;
+  /**
+   * The SQL expression that adds one job from the jsonb value `j` (one element of {@link entries}) and returns its
+   * id. Written by the queue, never from input: the statement embeds it as it is.
+   */
+  readonly addCall: string;
+  /** One jsonb-ready value per job, for {@link addCall}'s `j`. */
+  entries(jobs: readonly StepJob[]): Record<string, unknown>[];
+}
+
 /** A queue of step jobs. */
 export interface StepQueue {
   /** Which adapter this is (logged, and shown by `status`). */
@@ -88,6 +105,8 @@ export interface StepQueue {
    * for this process as there are idle slots, as it creates them, and runs them here (see {@link LocalSlots}).
    */
   readonly here?: LocalSlots;
+  /** Present when another statement of the store may add jobs (see {@link JobsInStatement}). */
+  readonly inStatement?: JobsInStatement;
   /** Starts consuming with `handler`; returns a function that stops consuming. */
   process(handler: StepHandler, options: ProcessOptions): Promise<StopConsuming>;
   /** Resolves when the queue's backend answers (readiness checks); rejects otherwise. */

@@ -22,6 +22,7 @@ import { agentToContinue, type StartAt } from './start-agent.js';
 import { nodeKind, type JobHint } from '../step/env/step-env.js';
 import { rootStartAtEnqueue } from '../step/root-start.js';
 import type { SettleWatch } from './follow/settle-watch.js';
+import type { JobsInStatement, StepJob } from '../../queue/step-queue.js';
 
 /** What an enqueue needs of its engine. */
 export interface EnqueueContext {
@@ -38,6 +39,11 @@ export interface EnqueueContext {
    * in its advance.)
    */
   rootAtEnqueue?: boolean;
+  /**
+   * The queue's jobs added by the store's statements (a queue in the store's database): the first leaves' jobs of
+   * a run whose root advances at enqueue are then added by the enqueue's own statement, not after its commit.
+   */
+  jobsInStatement?: JobsInStatement;
   /** Told of each invocation enqueued (listening first), so that `wait` knows it unsettled without a read. */
   settles?: SettleWatch;
 }
@@ -245,6 +251,13 @@ async function enqueueInNewSession(
   const { delta, appends } = prepared;
   if ((['app', 'user', 'temp'] as const).some((scope) => touches(delta, appends, scope))) return undefined;
   const rootStart = ctx.rootAtEnqueue ? rootStartAtEnqueue(app.root) : undefined;
+  const leaves: StepJob[] = (rootStart?.leaves ?? []).map((leaf) => ({
+    invocationId,
+    path: leaf.path,
+    wake: 1,
+    definition: app.definitionHash,
+  }));
+  const jobs = leaves.length > 0 ? await jobsInStatement(ctx.jobsInStatement, leaves) : undefined;
   const wake = await insertInvocationInNewSession(ctx.store.db, {
     sessionId,
     app: app.name,
@@ -263,10 +276,10 @@ async function enqueueInNewSession(
     event: eventInsertOf(prepared.row),
     root: { path: app.root.name, agent: app.root.name, kind: nodeKind(app.root) },
     ...(rootStart ? { rootStart } : {}),
+    ...(jobs ? { jobs } : {}),
   });
   if (rootStart) {
-    const leaves = rootStart.leaves.map((leaf) => ({ invocationId, path: leaf.path, wake: 1 }));
-    await ctx.wake(leaves, app.definitionHash);
+    if (!jobs) await ctx.wake(leaves, app.definitionHash);
     return { invocationId, sessionId, status: 'queued' };
   }
   const now = new Date();
@@ -323,4 +336,21 @@ async function enqueueInNewSession(
     app.definitionHash,
   );
   return { invocationId, sessionId, status: 'queued' };
+}
+
+/**
+ * The jobs of `leaves` for the enqueue's own statement, when the queue offers that and its tables are ready;
+ * undefined otherwise (they are then enqueued after the commit, as with any other queue).
+ */
+async function jobsInStatement(
+  queue: JobsInStatement | undefined,
+  leaves: readonly StepJob[],
+): Promise<{ addCall: string; entries: Record<string, unknown>[] } | undefined> {
+  if (!queue) return undefined;
+  try {
+    await queue.ready();
+  } catch {
+    return undefined;
+  }
+  return { addCall: queue.addCall, entries: queue.entries(leaves) };
 }

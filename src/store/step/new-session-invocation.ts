@@ -36,12 +36,17 @@ export interface NewSessionInvocation {
     checkpoint: Json;
     leaves: { path: string; agent: string; kind: string; branch: string | null }[];
   };
+  /**
+   * Queue jobs to add in the same statement (a queue in this database: see the queue's `JobsInStatement`):
+   * `addCall` adds one from the jsonb `j`, one of `entries`. They commit with the invocation, or not at all.
+   */
+  jobs?: { addCall: string; entries: Record<string, unknown>[] };
 }
 
 /**
  * An invocation in a new session, in one statement: the session (its first seq taken), the invocation (`queued`),
- * the user event as seq 1, and the root node (`pending`, wake 1; or advanced with its first leaves, see `rootStart`).
- * Returns the root's wake number. No NOTIFY: no one
+ * the user event as seq 1, and the root node (`pending`, wake 1; or advanced with its first leaves, see `rootStart`),
+ * and `jobs` when given. Returns the root's wake number. No NOTIFY: no one
  * can follow a session before it exists (see `sessions.followed_until`).
  * An existing session, an idempotency key or state beyond the session's take the transactional path.
  */
@@ -80,8 +85,17 @@ export async function insertInvocationInNewSession(db: Db, input: NewSessionInvo
         select i.id, c->>'path', ${input.root.path}, c->>'agent', c->>'kind', c->>'branch', 'pending', '{}'::jsonb, 1
         from i, jsonb_array_elements(${JSON.stringify(start?.leaves ?? [])}::jsonb) c
         returning wake
+      )${
+        input.jobs
+          ? sql`,
+      q as (
+        select count(${sql.raw(input.jobs.addCall)}) as added
+        from i, jsonb_array_elements(${JSON.stringify(input.jobs.entries)}::jsonb) j
       )
-      select (select max(wake) from n) as wake`,
+      select (select max(wake) from n) as wake, (select added from q) as added`
+          : sql`
+      select (select max(wake) from n) as wake`
+      }`,
     { batched: true },
   );
   return Number(row?.wake ?? 1);
