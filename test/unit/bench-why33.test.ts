@@ -8,6 +8,7 @@ import { describe, expect, it } from 'vitest';
 import type { W1Timeline } from '../../bench/src/agentloom/timeline.js';
 import type { Figure, SuiteResult } from '../../bench/src/measure.js';
 import type { BenchReport, Target } from '../../bench/src/report/shape.js';
+import { statementKind } from '../../bench/src/report/sections33.js';
 import { reasons33, why33 } from '../../bench/src/report/why33.js';
 
 const LOCAL = 'agentloom-pg-local';
@@ -133,5 +134,21 @@ describe("issue 33's reasons", () => {
     const text = why33(r);
     expect(text).toContain('ran 0.92× the in-process mode in this run (paired by round)');
     expect(text).not.toContain("with the PostgreSQL queue's hand-over per run added");
+  });
+});
+
+describe('statement kinds of the round-trip counts', () => {
+  it("counts the enqueue that adds the run's first job as the enqueue, and BullMQ's own statements as the queue's", () => {
+    const enqueue = `with s as (insert into sessions (id) values ($1) returning id),
+      q as (select count("bullmq".add_job(j->>'queue', j->>'id')) as added from jsonb_array_elements($2::jsonb) j)
+      select (select added from q) as added`;
+    expect(statementKind(enqueue)).toBe('enqueue (session, invocation, root node)');
+    expect(statementKind(`prepare agentloom_batch_3 as ${enqueue}`)).toBe(
+      'enqueue (session, invocation, root node)',
+    );
+    expect(statementKind('-- Insert a single job\nSELECT add_job($1, $2) AS id;')).toBe(
+      'queue (BullMQ on PostgreSQL)',
+    );
+    expect(statementKind('select * from bullmq.move_to_active($1)')).toBe('queue (BullMQ on PostgreSQL)');
   });
 });

@@ -62,9 +62,10 @@ export function statementKind(query: string): string {
     .replace(/\s+/g, ' ')
     .replace(/^prepare \S+ as /, '');
   if (/^(begin|commit|rollback|savepoint|release|start transaction|end)\b/.test(q)) return 'BEGIN / COMMIT';
+  // Before the queue's: with the PostgreSQL queue, the enqueue's statement also adds the run's first job.
+  if (/insert into sessions/.test(q)) return 'enqueue (session, invocation, root node)';
   if (/^--/.test(q) || /^(listen|unlisten|notify)\b/.test(q) || /\bbullmq|next_delay\(/.test(q))
     return 'queue (BullMQ on PostgreSQL)';
-  if (/insert into sessions/.test(q)) return 'enqueue (session, invocation, root node)';
   if (/^select (json_build_object\((\$\d+|'inv'), )?row_to_json\(i\)/.test(q))
     return "wait's read of the invocation";
   if (/claimed as \( update nodes/.test(q) || /lease_owner = \$/.test(q)) return 'claim a step';
@@ -161,7 +162,7 @@ export function timelineSection(report: BenchReport): string {
   const runs = (suite(report, modes[0] as string)?.extra?.w1Timeline as W1Timeline).runs;
   return `## Where a W1 run's time goes
 
-Timed: ${runs} more W1 runs per mode after its measured runs (round 1), each cut into stretches by the bench process's clock and the timestamps PostgreSQL wrote (same machine, same clock); medians over the runs, in ms, so the stretches need not add up to the total. **enqueue**: the \`enqueue\` call (its statement; in a distributed mode also the job's add to the queue after the commit). **→ first leaf's commit**: from \`enqueue\` returning to the start of the first leaf's commit statement (distributed: the job's trip to a worker, the root's claim there, the leaf's run). **per leaf**: from the first leaf's commit to the last one's, per leaf (its run and its commit). **last commit → wait**: the last commit (which ends the invocation), the end's notification to the bench process (which carries the run's view, so \`wait\` reads nothing more, unless the view is too large for a notification).
+Timed: ${runs} more W1 runs per mode after its measured runs (round 1), each cut into stretches by the bench process's clock and the timestamps PostgreSQL wrote (same machine, same clock); medians over the runs, in ms, so the stretches need not add up to the total. **enqueue**: the \`enqueue\` call (its statement; with Redis also the job's add after the commit, while the PostgreSQL queue's add is part of the enqueue's statement). **→ first leaf's commit**: from \`enqueue\` returning to the start of the first leaf's commit statement (distributed: the job's trip to a worker, the first leaf's claim there, its run). **per leaf**: from the first leaf's commit to the last one's, per leaf (its run and its commit). **last commit → wait**: the last commit (which ends the invocation), the end's notification to the bench process (which carries the run's view, so \`wait\` reads nothing more, unless the view is too large for a notification).
 
 ${table(['mode', 'enqueue', "→ first leaf's commit", 'per leaf', 'last commit → wait', 'total', 'vs in-process'], rows)}
 `;

@@ -110,8 +110,8 @@ function w2Reasons(report: BenchReport, covered: Set<string>): string[] {
 
 /**
  * What a run's hand-over through the PostgreSQL queue costs beyond the in-process mode, timed ("Where a W1 run's
- * time goes"): the stretches before the first leaf commits (the job's add after the enqueue's commit, its fetch by
- * the worker and the root's claim there) and after the last (`wait` hearing of the end from another process), each
+ * time goes"): the stretches before the first leaf commits (the enqueue, which adds the job, its fetch by
+ * the worker and the first leaf's claim there) and after the last (`wait` hearing of the end from another process), each
  * counted only where it took longer than in-process. The later leaves are left out: they are the same statement.
  */
 function pgqHandOver(report: BenchReport): { ms: number; runs: number } | undefined {
@@ -221,7 +221,7 @@ function localBound(
     tripNotes.push(
       `the PostgreSQL queue's hand-over is what its runs took beyond the in-process ones before the first leaf's ` +
         `commit and after the last, timed over ${handOver.runs} runs: ${n(handOver.ms)} ms per run — the job's add ` +
-        `after the enqueue's commit, its fetch by the worker, the root's claim there, the end's notification ` +
+        `in the enqueue's statement, its fetch by the worker, the first leaf's claim there, the end's notification ` +
         `from another process; the later leaves, the same statement, are left out`,
     );
   return (
@@ -251,10 +251,10 @@ function pgqTrip(
       .reduce((sum, s) => sum + s.callsPerStep, 0) * rt.w1.steps;
   return (
     ` With the PostgreSQL queue the trip is ${n((pgq - local) * steps, 1)} ms per run: ` +
-    `${n(queuePerRun, 0)} statements of BullMQ's on the database that runs the steps (the job's add after the ` +
-    `enqueue commits, its fetch once the worker's LISTEN connection hears of it, its finish), each a transaction ` +
-    `of its own (committed without waiting for the disk) and a round trip in the run's critical path where Redis ` +
-    `answers a command in microseconds.`
+    `${n(queuePerRun, 0)} statements of BullMQ's on the database that runs the steps besides the job's add, which ` +
+    `the enqueue's own statement makes (the job's fetch once the worker's LISTEN connection hears of the enqueue's ` +
+    `commit, the probes of the worker's wait for the next job, the job's finish), each a transaction of its own ` +
+    `(committed without waiting for the disk) and a round trip where Redis answers a command in microseconds.`
   );
 }
 
@@ -271,9 +271,9 @@ function timedTrip(report: BenchReport, mode: string, name: string): string {
   const d = (a: number, b: number): string => `${a - b >= 0 ? '+' : '−'}${n(Math.abs(a - b))}`;
   return (
     ` Timed (${t.runs} more runs each, "Where a W1 run's time goes"), ${name}'s run took ${d(t.totalMs, l.totalMs)} ms ` +
-    `over the in-process one: the enqueue ${d(t.enqueueMs, l.enqueueMs)} (the job's add after the commit), to the ` +
-    `first leaf's commit ${d(t.toFirstCommitMs, l.toFirstCommitMs)} (the job's trip to the worker and the root's ` +
-    `claim there), the ${t.steps - 1} later leaves ${d(t.perLeafMs * (t.steps - 1), l.perLeafMs * (l.steps - 1))} ` +
+    `over the in-process one: the enqueue ${d(t.enqueueMs, l.enqueueMs)} (${mode === PGQ ? "the job's add, within its statement" : "the job's add after the commit"}), to the ` +
+    `first leaf's commit ${d(t.toFirstCommitMs, l.toFirstCommitMs)} (the job's trip to the worker and the first ` +
+    `leaf's claim there), the ${t.steps - 1} later leaves ${d(t.perLeafMs * (t.steps - 1), l.perLeafMs * (l.steps - 1))} ` +
     `(${n(t.perLeafMs, 3)} ms a leaf against ${n(l.perLeafMs, 3)}: the same statement, sent from another process), ` +
     `and the last commit to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)} (the end's notification, with the run's ` +
     `view, from another process).`
