@@ -21,7 +21,7 @@ import { collectMachine, loadAverage } from './report/machine.js';
 import type { Baseline, BenchReport } from './report/shape.js';
 import { evaluateTargets } from './report/targets.js';
 import { renderChart } from './report/chart.js';
-import { renderScalingChart } from './report/scaling.js';
+import { renderScalingChart } from './report/scaling-chart.js';
 import { renderMarkdown } from './report/markdown.js';
 import { formatWithPrettier } from './report/format.js';
 import { startBenchPostgres, startLocalRedis, type BenchPostgres, type LocalServer } from './services.js';
