@@ -3,6 +3,7 @@
  * PGlite), the queue (in-process, BullMQ on Redis, BullMQ on PostgreSQL) and the bus between processes (Redis
  * pub/sub, Postgres LISTEN/NOTIFY, or in-process).
  */
+import { parse as parseConnectionString } from 'pg-connection-string';
 import { RunTracing, traceLogFields } from './observe/run-trace.js';
 import { pino, type Logger } from 'pino';
 import { LOG_REDACTION } from '../core/log-redaction.js';
@@ -45,15 +46,11 @@ const QUEUE_HINT =
  */
 export function sameDatabase(a: string, b: string): boolean {
   const key = (url: string): string | undefined => {
+    if (!/^(postgres(ql)?|socket):/i.test(url)) return undefined;
     try {
-      const u = new URL(url);
-      const params = u.searchParams;
-      return JSON.stringify([
-        params.get('host') ?? (u.hostname || 'localhost'),
-        params.get('port') ?? (u.port || '5432'),
-        decodeURIComponent(u.pathname.replace(/^\//, '')) || decodeURIComponent(u.username),
-        decodeURIComponent(u.username),
-      ]);
+      const c = parseConnectionString(url);
+      const user = c.user ?? '';
+      return JSON.stringify([c.host || 'localhost', c.port || '5432', c.database || user, user]);
     } catch {
       return undefined;
     }

@@ -127,4 +127,11 @@ describe('sameDatabase', () => {
     expect(sameDatabase('postgres://u@h/db', 'postgres://v@h/db')).toBe(false);
     expect(sameDatabase('not a url', 'not a url')).toBe(false);
   });
+
+  it('reads Unix-socket URLs as PostgreSQL does (a host parameter, or socket:)', () => {
+    const sock = '/var/run/postgresql';
+    expect(sameDatabase(`postgres://u@/db?host=${sock}`, `socket:${sock}?db=db&user=u`)).toBe(true);
+    expect(sameDatabase(`postgres://u@/db?host=${sock}`, 'postgres://u@localhost/db')).toBe(false);
+    expect(sameDatabase(`socket:${sock}?db=db&user=u`, `socket:${sock}?db=other&user=u`)).toBe(false);
+  });
 });

@@ -7,20 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Figure, SuiteResult } from '../../bench/src/measure.js';
 import { plusFigure, ratioOf, verdictOf } from '../../bench/src/report/spread.js';
 import { mergeRounds, planRuns } from '../../bench/src/rounds.js';
-
-/** A figure merged over rounds `roundNumbers` with these round medians. */
-function figure(rounds: number[], roundNumbers?: number[]): Figure {
-  const sorted = [...rounds].sort((a, b) => a - b);
-  return {
-    median: sorted[Math.floor(sorted.length / 2)] as number,
-    min: sorted[0] as number,
-    max: sorted[sorted.length - 1] as number,
-    samples: rounds,
-    rounds,
-    ...(roundNumbers ? { roundNumbers } : {}),
-    unit: 'ms/step',
-  };
-}
+import { roundsFigure } from '../support/bench-figures.js';
 
 /** One round's result of a suite with one W1 figure (a single sample). */
 function roundResult(round: number, w1: number, extra?: Record<string, unknown>): SuiteResult {
@@ -39,8 +26,8 @@ function roundResult(round: number, w1: number, extra?: Record<string, unknown>)
 describe('ratios paired by round', () => {
   it('takes a round that was slow for both systems out of the ratio', () => {
     // Round 1 was 25% slower for both; in each round the first system took 0.8× the second.
-    const mine = figure([1.2, 0.96, 0.976]);
-    const theirs = figure([1.5, 1.2, 1.22]);
+    const mine = roundsFigure([1.2, 0.96, 0.976]);
+    const theirs = roundsFigure([1.5, 1.2, 1.22]);
     const r = ratioOf(mine, theirs);
     expect(r.value).toBeCloseTo(0.8, 3);
     expect(r.low).toBeCloseTo(0.8, 3);
@@ -53,15 +40,15 @@ describe('ratios paired by round', () => {
   });
 
   it('keeps a swing of one system in its round', () => {
-    const r = ratioOf(figure([1.0, 1.0, 1.0]), figure([1.0, 2.0, 1.0]));
+    const r = ratioOf(roundsFigure([1.0, 1.0, 1.0]), roundsFigure([1.0, 2.0, 1.0]));
     expect(r).toEqual({ value: 1, low: 0.5, high: 1 });
     expect(verdictOf(r, (x) => x <= 0.8)).toBe('inconclusive');
   });
 
   it('pairs rounds by their number when one system lost a round', () => {
     // The second system's round 2 failed: its figures are of rounds 1 and 3.
-    const mine = figure([1, 5, 2], [1, 2, 3]);
-    const theirs = figure([2, 4], [1, 3]);
+    const mine = roundsFigure([1, 5, 2], [1, 2, 3]);
+    const theirs = roundsFigure([2, 4], [1, 3]);
     const r = ratioOf(mine, theirs);
     expect(r.low).toBeCloseTo(0.5, 6);
     expect(r.high).toBeCloseTo(0.5, 6);
@@ -82,10 +69,10 @@ describe('ratios paired by round', () => {
   });
 
   it('adds a share of another figure round by round', () => {
-    const sum = plusFigure(figure([1, 2, 3]), figure([20, 40, 60]), 1 / 20);
+    const sum = plusFigure(roundsFigure([1, 2, 3]), roundsFigure([20, 40, 60]), 1 / 20);
     expect(sum.rounds).toEqual([2, 4, 6]);
     expect(sum.median).toBe(4);
-    expect(ratioOf(sum, figure([4, 8, 12])).value).toBeCloseTo(0.5, 6);
+    expect(ratioOf(sum, roundsFigure([4, 8, 12])).value).toBeCloseTo(0.5, 6);
   });
 });
 

@@ -6,10 +6,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { W1Timeline } from '../../bench/src/agentloom/timeline.js';
-import type { Figure, SuiteResult } from '../../bench/src/measure.js';
+import type { SuiteResult } from '../../bench/src/measure.js';
 import type { BenchReport, Target } from '../../bench/src/report/shape.js';
 import { statementKind } from '../../bench/src/report/sections33.js';
 import { reasons33, why33 } from '../../bench/src/report/why33.js';
+import { roundsFigure } from '../support/bench-figures.js';
 
 const LOCAL = 'agentloom-pg-local';
 const PGQ = 'agentloom-pg-pgqueue-1';
@@ -18,20 +19,6 @@ const LABELS: Record<string, string> = {
   [PGQ]: 'agentloom, PostgreSQL-only (BullMQ on PostgreSQL), 1 worker process',
   [REDIS1]: 'agentloom, PostgreSQL + BullMQ/Redis, 1 worker process',
 };
-
-/** A W1 figure over rounds 1..n with these round medians. */
-function figure(rounds: number[]): Figure {
-  const sorted = [...rounds].sort((a, b) => a - b);
-  return {
-    median: sorted[Math.floor(sorted.length / 2)] as number,
-    min: sorted[0] as number,
-    max: sorted[sorted.length - 1] as number,
-    samples: rounds,
-    rounds,
-    roundNumbers: rounds.map((_, i) => i + 1),
-    unit: 'ms/step',
-  };
-}
 
 function timeline(enqueueMs: number, toFirstCommitMs: number, endToWaitMs: number): W1Timeline {
   const perLeafMs = 1.5;
@@ -51,7 +38,7 @@ function suite(name: string, w1: number[], extra?: Record<string, unknown>, w3?:
     suite: name,
     label: LABELS[name] ?? name,
     kind: name.startsWith('agentloom') ? 'agentloom' : 'floor',
-    figures: { w1: figure(w1), ...(w3 ? { w3: { ...figure(w3), unit: 'ms' } } : {}) },
+    figures: { w1: roundsFigure(w1), ...(w3 ? { w3: roundsFigure(w3, undefined, 'ms') } : {}) },
     ...(extra ? { extra } : {}),
     errors: [],
   };
