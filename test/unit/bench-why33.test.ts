@@ -192,6 +192,20 @@ describe('an inconclusive row met at the median', () => {
     expect(text).toMatch(/\*\*Met at the median, inconclusive\*\*.*W1 vs the design floor ≤ 1\.0× floor/);
     expect(text).not.toContain('Open in this run');
   });
+
+  it('gets no claim that it cannot be met, even where the in-process steps and the hand-over exceed the bound', () => {
+    const row: Target = {
+      ...PGQ_FLOOR_ROW,
+      met: true,
+      actual: '0.93× (2.06 vs 2.04 ms/step); range 0.91–1.13',
+    };
+    const r = { ...report({ handOver: 3.2 }), targets: [row] };
+    expect(reasons33(r).unexplained).toEqual([]);
+    const text = why33(r);
+    expect(text).not.toContain("with the PostgreSQL queue's hand-over per run added");
+    expect(text).not.toContain('cannot be met');
+    expect(text).toContain('**Met at the median, inconclusive**');
+  });
 });
 
 describe('statement kinds of the round-trip counts', () => {
