@@ -24,6 +24,12 @@ export default tseslint.config(
       'no-restricted-syntax': [
         'error',
         { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' },
+        // `{ z }` is zod's whole namespace object: a bundle keeps all of zod (~600 KB in the CLI's, ~25 ms of its
+        // start compiling it); `* as z` lets the bundler keep only what is used (~230 KB).
+        {
+          selector: "ImportDeclaration[source.value='zod'] > ImportSpecifier[imported.name='z']",
+          message: "Write `import * as z from 'zod'`: it tree-shakes.",
+        },
       ],
     },
   },

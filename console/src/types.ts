@@ -2,7 +2,7 @@
  * The API's JSON shapes, taken from its zod schemas (type-only: nothing of the server is bundled), so the console
  * cannot drift from what the server sends.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type {
   appListSchema,
   errorSchema,

@@ -2,7 +2,7 @@
  * AgentTool: an agent offered to a model as a tool. In agents/ because it wraps an agent (tools/ never imports
  * agents/); calls the Tool port (tools/tool.ts), models/ types and core/.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentloomError } from '../core/errors.js';
 import type { BaseAgent } from './base-agent.js';
 import type { ToolDeclaration } from '../models/model.js';

@@ -2,7 +2,7 @@
  * Configuration of `agentloom api`: the shared apps, backend and log groups (config/process-config.ts) and the
  * HTTP group (port, API keys; `dev` composes it too), parsed once into a frozen object; every bad setting at once.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { loadEnv, type EnvConfig } from '../config/env.js';
 import { serverGroups } from '../config/process-config.js';
 import {

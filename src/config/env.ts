@@ -1,7 +1,7 @@
 /**
  * Configuration from the environment, parsed once into a frozen object. Nothing else reads process.env.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentloomError } from '../core/errors.js';
 
 const httpUrl = (name: string, example: string) =>

@@ -2,7 +2,7 @@
  * The settings groups agentloom's processes share (`api`, `worker`, `dev`): the apps path, the database and the
  * queue, the log level. Each is one zod group of settings.ts, composed by api-config, worker-config and dev.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { EnvConfig } from './env.js';
 import { settingsGroup, type SettingsGroup } from './settings.js';
 

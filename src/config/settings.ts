@@ -2,7 +2,7 @@
  * Settings groups and the one parser that composes them: a process's configuration is a list of groups (zod fields
  * + how flags then environment fill them + cross-field rules), parsed once into a frozen object. Calls zod only.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentloomError } from '../core/errors.js';
 import type { EnvConfig } from './env.js';
 

@@ -2,7 +2,7 @@
  * Configuration of `agentloom worker`: the shared apps, backend and log groups (process-config.ts) and the worker's
  * own (concurrency, lease, grace, metrics port), parsed once into a frozen object; every bad setting at once.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { loadEnv, type EnvConfig } from './env.js';
 import { serverGroups } from './process-config.js';
 import { parseSettings, portField, settingsGroup, type FlagsOf, type SettingsOf } from './settings.js';

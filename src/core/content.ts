@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A function call made by a model (Gemini's `FunctionCall`). */
 export const functionCallSchema = z.object({

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { contentSchema, functionCallsOf, functionResponsesOf, type Content } from './content.js';
 import { newId } from './ids.js';
 

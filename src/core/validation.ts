@@ -1,4 +1,4 @@
-import type { z } from 'zod';
+import type * as z from 'zod';
 
 /** One line per zod issue: `path: message`, joined with "; ". */
 export function zodIssues(error: z.ZodError): string {

@@ -4,7 +4,7 @@
  * parse (another version, garbage) is ignored.
  */
 import { EventEmitter } from 'node:events';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Bus } from '../core/bus.js';
 import { AgentloomError } from '../core/errors.js';
 import type { Event } from '../core/event.js';

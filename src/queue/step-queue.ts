@@ -1,5 +1,5 @@
 /** The StepQueue port: carries wake-ups of nodes. Postgres, not the queue, decides what must run. */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /**
  * A job: run (or advance) one node. `wake` makes every wake-up a distinct, deterministic job id; `redelivery`

@@ -5,7 +5,7 @@
  * and the checked answer.
  */
 import { createHash } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';
 

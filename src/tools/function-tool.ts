@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { isTimeoutMs, withDeadline } from '../core/deadline.js';
 import { AgentloomError } from '../core/errors.js';
 import { zodIssues } from '../core/validation.js';

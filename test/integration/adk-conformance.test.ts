@@ -6,7 +6,7 @@
  * by the real engine on PGlite and on PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   AgentloomError,
   AgentTool,

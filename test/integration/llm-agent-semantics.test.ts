@@ -2,7 +2,7 @@
  * Conformance of LlmAgent and tools to SEMANTICS §3, §4 and §7, run by the real engine on PGlite and PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   AgentTool,
   FunctionTool,

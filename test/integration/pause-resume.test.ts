@@ -3,7 +3,7 @@
  * a time, and a paused run that survives closing the engine.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   createEngine,
   FunctionTool,

@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { FunctionTool, SequentialAgent, type Engine, type EngineObserver } from '../../src/index.js';
 import { openDatabase } from '../../src/store/index.js';
 import { queryRows, type Db } from '../../src/store/db/database.js';

@@ -5,7 +5,7 @@
  * and both sides. PGlite and PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { pino } from 'pino';
 import type { LlmAgent } from '../../src/index.js';
 import { createEngine, FunctionTool, ScriptedModel, type BaseAgent, type Engine } from '../../src/index.js';

@@ -5,7 +5,7 @@
  * On PGlite and PostgreSQL in one process; test/e2e/retry-after-cancel.test.ts runs it on a worker process.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { FunctionTool, SequentialAgent, type Engine, type InvocationView } from '../../src/index.js';
 import { findToolRequest, type ToolRequestRow } from '../../src/store/repos/tool-requests.js';
 import { call, gate, scripted } from '../support/agents.js';

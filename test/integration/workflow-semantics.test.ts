@@ -3,7 +3,7 @@
  * engine on PGlite and on PostgreSQL.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   BaseAgent,
   createEvent,

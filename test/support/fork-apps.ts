@@ -1,5 +1,5 @@
 /** The apps of the fork tests (issue 36): a writer loop and a research fan-out, one scripted model, a tool ledger. */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ScriptedModel } from '../../src/index.js';
 import {
   exitLoop,

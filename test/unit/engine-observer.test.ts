@@ -6,7 +6,7 @@
  */
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   FunctionTool,
   ScriptedModel,

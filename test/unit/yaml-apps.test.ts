@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import { loadAppsModule } from '../../src/engine/apps/apps-module.js';
 import {

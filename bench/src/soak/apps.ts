@@ -7,7 +7,7 @@
  *   (the model is told the error and still completes), `broken` makes the model throw (the run fails), `slow`
  *   makes the tool take 2 s (long enough to be cancelled while it runs).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { buildWriterPipeline } from '../../../src/cli/dev/demo-app.js';
 import { FunctionTool, LlmAgent, ScriptedModel, type AppDefinition } from '../../../src/index.js';
 

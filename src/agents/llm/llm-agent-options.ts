@@ -2,7 +2,7 @@
  * An LlmAgent's options, and what of an LlmAgent its loop (llm-flow.ts) and tool calls (tool-call.ts,
  * tool-context.ts) see: types only, below llm-agent.ts so that the loop does not import the class that runs it.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import type { Model } from '../../models/model.js';
 import type { Tool } from '../../tools/tool.js';
 import type { Toolset } from '../../tools/toolset.js';

@@ -3,7 +3,7 @@
  * re-run activation (crash, stall, resume) walks its journal and continues where it stopped — a stored model
  * call is never made again, a stored tool response never re-executed.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { functionCallsOf, textOf, type Content, type FunctionCall } from '../../core/content.js';
 import { withDeadline } from '../../core/deadline.js';
 import { AgentloomError, toStoredError } from '../../core/errors.js';

@@ -4,7 +4,7 @@
  */
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { Message } from '@a2a-js/sdk';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Content } from '../../core/content.js';
 
 /** One answer to a paused call, as a DataPart carries it. */

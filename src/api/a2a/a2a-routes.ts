@@ -19,7 +19,7 @@ import {
   type User,
 } from '@a2a-js/sdk/server';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { z } from 'zod';
+import * as z from 'zod';
 import { packageRoot } from '../../core/package-root.js';
 import type { RegisteredApp } from '../../engine/apps/registry.js';
 import { actorOf, appNotFound, principalOf } from '../http/access.js';

@@ -2,7 +2,7 @@
  * Requests of ADK's API-server routes (adk-python 2.5): camelCase as ADK's clients send it, snake_case accepted
  * (Python clients), unknown keys ignored; the user message is a `Content`.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { contentSchema } from '../../core/content.js';
 import { appNameSchema } from '../http/schemas.js';
 

@@ -2,7 +2,7 @@
  * Schemas of the credentials routes (routes-credentials.ts): which of a user's stored tool credentials to list or
  * delete, and what is shown of each — the app, the user, the key, the type and the dates, never the secret.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { appNameSchema, idParamsSchema } from './schemas.js';
 
 /** A short single-line string (ids, names, keys), as the other routes take them. */

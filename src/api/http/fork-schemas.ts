@@ -2,7 +2,7 @@
  * Schemas of the fork, replay and diff routes (routes-forks.ts): where a fork starts and what it changes, a
  * replay's first divergence, two runs compared node by node.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { contentSchema } from '../../core/content.js';
 import { jsonObject, storableJson, text } from './schemas.js';
 

@@ -2,7 +2,7 @@
  * What the API sends: engine views turned into their JSON shapes (dates as ISO strings), agent trees, and the
  * opaque cursor of invocation pages.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { BaseAgent } from '../../agents/base-agent.js';
 import { pendingCallOf, type InvocationView, type NodeView } from '../../engine/runs/views.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';

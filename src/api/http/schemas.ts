@@ -3,7 +3,7 @@
  * them, and `/openapi.json` is generated from them, so the document cannot drift from what the server does.
  * Event and content shapes are the library's own (core/event.ts, core/content.ts).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { contentSchema } from '../../core/content.js';
 import { eventSchema } from '../../core/event.js';
 import { PENDING_KINDS } from '../../engine/runs/views.js';

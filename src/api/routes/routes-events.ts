@@ -2,7 +2,7 @@
  * `GET /v1/invocations/:id/events`: a JSON page of stored events, or with `Accept: text/event-stream` a live SSE
  * stream (see event-stream.ts) resumable with `Last-Event-ID`, open through pauses until the run has ended.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { SETTLED_INVOCATION } from '../../engine/runs/follow/follow.js';
 import type { Event } from '../../core/event.js';
 import { visibleInvocation } from '../http/access.js';

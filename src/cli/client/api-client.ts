@@ -8,7 +8,7 @@
  * a client command may take (issue 33: `agentloom status` in 300 ms).
  */
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { loadEnv, type EnvConfig } from '../../config/env.js';
 import {
   enqueueResultSchema,

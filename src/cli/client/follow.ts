@@ -5,7 +5,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
-import { z } from 'zod';
+import * as z from 'zod';
 import { eventSchema, type Event } from '../../core/event.js';
 import type { ApiClient } from './api-client.js';
 import { ApiClientError } from '../terminal/cli-errors.js';

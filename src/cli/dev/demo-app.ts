@@ -3,7 +3,7 @@
  * `exit_loop` → a publisher whose tool needs a human's confirmation. Offline it runs on scripted models; with a
  * Gemini API key it runs the same tree on Gemini.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   exitLoop,
   FunctionTool,

@@ -6,7 +6,7 @@
  * directory (dev-secret-key.ts). With `--walkthrough` (what `npm start` runs) it also enqueues one run of the
  * example through its own API and prints it live (see walkthrough.ts). SIGINT / SIGTERM close it; exit 0.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { httpGroup } from '../../api/api-config.js';
 import { ADK_DEVTOOLS_PACKAGE, findAdkDevUi } from '../../api/adk/adk-dev-ui.js';
 import { serveApi } from '../../api/index.js';

@@ -5,7 +5,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { AgentloomError } from '../../core/errors.js';
-import { z } from 'zod';
+import * as z from 'zod';
 import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, REQUEST_ELICITATION } from '../../agents/llm/journal.js';
 import {
   askedAuth,

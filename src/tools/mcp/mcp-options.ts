@@ -1,5 +1,5 @@
 /** The options of an McpToolset and their check (the error names the field). */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { ToolAuth } from '../auth.js';
 import type { McpConnectionOptions } from './mcp-connection.js';
 

@@ -4,7 +4,7 @@
  * per provider. kagent writes sampling settings as text ("0.7"); numbers are accepted too. Unknown fields are
  * errors (with a "did you mean"); kagent fields agentloom cannot honour are errors that say so.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { suggest } from '../shared/yaml-source.js';
 
 /** The providers agentloom calls. */

@@ -4,7 +4,7 @@
  * exactly one of `agent` / `workflow`; `type` is Sequential, Parallel or Loop; a Loop needs `loopConfig`;
  * `maxIterations` is 1–100, default 5. Messages say what to write instead.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { suggest } from '../shared/yaml-source.js';
 
 /** The apiVersion of the manifests agentloom reads. */

@@ -4,7 +4,7 @@
  * fields hold their variables' values when this runs (native-secrets.ts reads them first); the rules across fields
  * are tools/auth.ts's own, applied after.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const httpUrl = (key: string) =>
   z.url({

@@ -4,7 +4,7 @@
  * write instead. Sub-agents and tool entries are checked one by one by the loader (native-apps.ts), so an
  * inline definition is validated with its own type's schema and its problems carry their exact path.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { validateBudget } from '../../../models/budget/budget.js';
 
 /** Agent types of the native format, the classes they become. */

@@ -4,7 +4,7 @@
  * `{ valueFrom: { env: NAME } }` (shared/secret-refs.ts): written in clear, in a field that holds one or under a
  * name that says it is one (`Authorization`, `GITHUB_TOKEN`), it is a problem at its line naming the fix.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { toolAuthSchema, type ToolAuth } from '../../../tools/auth.js';
 import {
   envRefHint,

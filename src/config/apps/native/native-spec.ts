@@ -3,7 +3,7 @@
  * zod schema, and its sub-agents and tool entries are read one by one, so every problem of the document is
  * collected with its exact YAML path. Nothing is constructed here (see native-apps.ts).
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { dirname, resolve } from 'node:path';
 import type { ToolAuth } from '../../../tools/auth.js';
 import type { McpToolsetOptions } from '../../../tools/mcp/mcp-toolset.js';

@@ -2,7 +2,7 @@
  * `outputSchema` in YAML: a JSON Schema, turned into the zod schema LlmAgent takes (zod's `fromJSONSchema`).
  * Unknown `type` names are reported at their exact node first, since the converter's own error has no path.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { suggest, type YamlPath } from './yaml-source.js';
 
 const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'];

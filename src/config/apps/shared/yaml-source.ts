@@ -4,7 +4,7 @@
  * zod issue becomes a {@link ConfigProblem} pointing at the key or value to change.
  */
 import { isMap, isScalar, isSeq, type Document, type LineCounter } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** A path into a YAML document: mapping keys and sequence indexes. */
 export type YamlPath = readonly (string | number)[];
