@@ -16,6 +16,10 @@ import { plusFigure, ratioOf, shiftFigure } from './spread.js';
 const n = (value: number | undefined, digits = 2): string =>
   value === undefined || !Number.isFinite(value) ? '—' : value.toFixed(digits);
 
+/** A mode's label without the leading "agentloom, ". */
+const shortLabel = (report: BenchReport, mode: string): string =>
+  labelOf(report, mode).replace(/^agentloom, /, '');
+
 const LOCAL = 'agentloom-pg-local';
 const REDIS1 = 'agentloom-pg-redis-1';
 const PGQ = 'agentloom-pg-pgqueue-1';
@@ -191,8 +195,7 @@ function localBound(
     if (below.length === 0) continue;
     rows += below.length;
     for (const b of below) covered.add(rowKey(b.t));
-    const label = (t: Target): string =>
-      `${t.goal} for ${labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')}`;
+    const label = (t: Target): string => `${t.goal} for ${shortLabel(report, t.mode ?? '')}`;
     const plain = below.filter((b) => b.tripped === undefined).map((b) => label(b.t));
     if (plain.length > 0) parts.push(`${n(alone)}× ${what}, above ${plain.join('; ')}`);
     for (const kind of ['redis', 'pgq'] as const) {
@@ -213,7 +216,7 @@ function localBound(
   const open =
     faster.size === 0
       ? ''
-      : ` ${[...faster].map(([m, r]) => `${labelOf(report, m).replace(/^agentloom, /, '')} ran ${n(r)}× the in-process mode`).join('; ')} ` +
+      : ` ${[...faster].map(([m, r]) => `${shortLabel(report, m)} ran ${n(r)}× the in-process mode`).join('; ')} ` +
         `in this run (paired by round): its engine work is split between the worker and the bench process's ` +
         `enqueue and \`wait\`, on two cores, so the in-process step does not bound it and its W1 goals stay open; ` +
         `what would move them is the engine's CPU per step (the in-process reason above).`;
@@ -377,7 +380,7 @@ function w3Timed(report: BenchReport, rows: Target[]): string {
     const t = of(mode);
     if (!t || mode === LOCAL) return [];
     return [
-      `${labelOf(report, mode).replace(/^agentloom, /, '')} ${d(t.totalMs, l.totalMs)} ms over it (the enqueue ` +
+      `${shortLabel(report, mode)} ${d(t.totalMs, l.totalMs)} ms over it (the enqueue ` +
         `${d(t.enqueueMs, l.enqueueMs)}, to the fan-out ${d(t.toFanOutMs, l.toFanOutMs)}, the branches ` +
         `${d(t.branchesMs, l.branchesMs)}, to the join's insert ${d(t.toJoinMs, l.toJoinMs)}, the join ` +
         `${d(t.joinMs, l.joinMs)}, the end to \`wait\` ${d(t.endToWaitMs, l.endToWaitMs)})`,
@@ -420,7 +423,7 @@ function w3Reasons(report: BenchReport, covered: Set<string>): string[] {
     for (const t of alone) covered.add(rowKey(t));
     below.push(
       `agentloom's in-process mode (the same steps with no queue) took ${n(local, 0)} ms — for ` +
-        alone.map((t) => labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')).join(' and '),
+        alone.map((t) => shortLabel(report, t.mode ?? '')).join(' and '),
     );
   }
   if (localFigure) {
@@ -443,7 +446,7 @@ function w3Reasons(report: BenchReport, covered: Set<string>): string[] {
         `agentloom's in-process mode (the same steps with no queue) took ${n(local, 1)} ms, and ` +
           `${n(tripped.median, 1)} with the one trip through Redis a distributed run adds at its start ` +
           `(a BullMQ job's add, fetch and finish: the raw BullMQ floor's W1 step, ${n(rawStep.median)} ms, ` +
-          `paired by round) — for ${redisRows.map((t) => labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')).join(' and ')}`,
+          `paired by round) — for ${redisRows.map((t) => shortLabel(report, t.mode ?? '')).join(' and ')}`,
       );
     }
   }
@@ -510,10 +513,7 @@ export function reasons33(report: BenchReport): { lines: string[]; unexplained: 
     for (const t of atMedian) covered.add(rowKey(t));
     lines.push(
       `**Met at the median, inconclusive** (the rounds' spread straddles the bound): ${atMedian
-        .map(
-          (t) =>
-            `${t.name} ${t.goal} for ${labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')} — ${t.actual}`,
-        )
+        .map((t) => `${t.name} ${t.goal} for ${shortLabel(report, t.mode ?? '')} — ${t.actual}`)
         .join('; ')}.`,
     );
   }
@@ -536,7 +536,7 @@ export function why33(report: BenchReport): string {
         `this machine): ${unexplained
           .map(
             (t) =>
-              `${t.name} ${t.goal} for ${labelOf(report, t.mode ?? '').replace(/^agentloom, /, '')} — ${t.actual}, ` +
+              `${t.name} ${t.goal} for ${shortLabel(report, t.mode ?? '')} — ${t.actual}, ` +
               `${t.verdict === 'inconclusive' ? 'inconclusive (the rounds disagree)' : 'not met'}`,
           )
           .join(
