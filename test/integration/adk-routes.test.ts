@@ -18,6 +18,7 @@ import {
   type Engine,
   type ScriptedTurn,
 } from '../../src/index.js';
+import { keysOutsideAdkModel } from '../support/adk-event-model.js';
 import { call, scripted } from '../support/agents.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -260,6 +261,7 @@ describe('/run_sse and /run', () => {
       expect(event).not.toHaveProperty('nodePath');
       expect(event.actions).not.toHaveProperty('appendToState');
       expect(event.actions).not.toHaveProperty('endInvocation');
+      expect(keysOutsideAdkModel(event)).toEqual([]);
       expect(event.timestamp).toBeLessThan(1e11);
       // adk-python's node paths: every segment `name@run`.
       expect(event.nodeInfo.path).toMatch(/^[\w-]+@\d+(\/[\w-]+@\d+)*$/);

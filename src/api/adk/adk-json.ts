@@ -1,17 +1,60 @@
 /**
  * agentloom's data in the shapes of ADK's API server (adk-python 2.5, camelCase): events (times in seconds, the
- * node path as `nodeInfo.path`, no seq, no action keys Python's `Event` would refuse), sessions, and an app's
- * agent tree as `build_graph` serializes it (snake_case keys, as ADK's dev UI reads them) and as a Graphviz graph.
+ * node path as `nodeInfo.path`, token usage as `usageMetadata`, only the keys of ADK's event model), sessions, and
+ * an app's agent tree as `build_graph` serializes it (snake_case keys, as ADK's dev UI reads them) and as a Graphviz
+ * graph.
  */
 import type { BaseAgent } from '../../agents/base-agent.js';
-import type { Event } from '../../core/event.js';
+import type { Event, EventActions } from '../../core/event.js';
 import type { SessionRecord } from '../../store/repos/sessions.js';
+import {
+  ADK_EVENT_ACTIONS_KEYS,
+  ADK_EVENT_KEYS,
+  ADK_TOOL_CONFIRMATION_KEYS,
+  ADK_USAGE_METADATA_KEYS,
+  pickKeys,
+} from './adk-event-model.js';
+
+/** Token usage as google-genai's `GenerateContentResponseUsageMetadata` names it. */
+export interface AdkUsageMetadata {
+  promptTokenCount?: number;
+  candidatesTokenCount?: number;
+  totalTokenCount?: number;
+  cachedContentTokenCount?: number;
+}
+
+/** The actions of an event in ADK's `EventActions` keys. */
+export type AdkEventActions = Partial<
+  Pick<
+    EventActions,
+    | 'stateDelta'
+    | 'artifactDelta'
+    | 'transferToAgent'
+    | 'escalate'
+    | 'skipSummarization'
+    | 'agentState'
+    | 'endOfAgent'
+    | 'requestedToolConfirmations'
+  >
+>;
 
 /** An event as ADK's API server sends it. */
-export type AdkEvent = Omit<Event, 'seq' | 'nodePath' | 'timestamp' | 'actions'> & {
+export type AdkEvent = Pick<
+  Event,
+  | 'id'
+  | 'invocationId'
+  | 'author'
+  | 'branch'
+  | 'content'
+  | 'partial'
+  | 'errorCode'
+  | 'errorMessage'
+  | 'longRunningToolIds'
+> & {
   timestamp: number;
-  actions: Omit<Event['actions'], 'appendToState' | 'endInvocation'>;
+  actions: AdkEventActions;
   nodeInfo: { path: string };
+  usageMetadata?: AdkUsageMetadata;
 };
 
 /**
@@ -30,16 +73,38 @@ export function adkNodePath(nodePath: string): string {
     .join('/');
 }
 
-/** An event in ADK's shape. */
+/** A model call's token usage in google-genai's `usageMetadata` keys (as the Gemini provider reads them). */
+function adkUsageMetadata(usage: NonNullable<EventActions['usage']>): AdkUsageMetadata {
+  return pickKeys(
+    {
+      promptTokenCount: usage.promptTokens,
+      candidatesTokenCount: usage.outputTokens,
+      totalTokenCount: usage.totalTokens,
+      cachedContentTokenCount: usage.cachedTokens,
+    },
+    ADK_USAGE_METADATA_KEYS,
+  );
+}
+
+/**
+ * An event in ADK's shape: only the keys of ADK's `Event` and `EventActions` pass, whatever else ours carries
+ * (`seq`, the model request digest, list appends, ...); those stay on `/v1`.
+ */
 export function adkEvent(event: Event): AdkEvent {
-  const { seq: _seq, nodePath, timestamp, actions, ...rest } = event;
-  const { appendToState: _append, endInvocation: _end, ...adkActions } = actions;
-  return {
-    ...rest,
-    timestamp: timestamp / 1000,
-    actions: adkActions,
-    nodeInfo: { path: adkNodePath(nodePath) },
+  const { usage, requestedToolConfirmations: confirmations, ...actions } = event.actions;
+  const requestedToolConfirmations = confirmations
+    ? Object.fromEntries(
+        Object.entries(confirmations).map(([id, c]) => [id, pickKeys(c, ADK_TOOL_CONFIRMATION_KEYS)]),
+      )
+    : undefined;
+  const shaped = {
+    ...event,
+    timestamp: event.timestamp / 1000,
+    actions: pickKeys({ ...actions, requestedToolConfirmations }, ADK_EVENT_ACTIONS_KEYS),
+    nodeInfo: { path: adkNodePath(event.nodePath) },
+    ...(usage ? { usageMetadata: adkUsageMetadata(usage) } : {}),
   };
+  return pickKeys(shaped, ADK_EVENT_KEYS) as AdkEvent;
 }
 
 /** A session as ADK's API server sends it (`events` empty in lists). */
