@@ -48,6 +48,11 @@ export interface RemoteRunAgent {
 /** The first poll of a remote that does not stream waits this long (ms); each next one twice as long, up to the cap. */
 const FIRST_POLL_MS = 100;
 const MAX_POLL_MS = 2_000;
+/**
+ * A resubscribe stream that sends nothing for this long (ms) is dropped and the task read again (`tasks/get`), then
+ * followed again: a remote's stream that never ends cannot hold the node past its task's end.
+ */
+const QUIET_STREAM_MS = 15_000;
 /** Reads of a known task that may fail in a row (network, remote restarting) before the node fails. */
 const MAX_FAILED_READS = 5;
 
@@ -180,13 +185,7 @@ class RemoteRun {
       for (let waitMs = FIRST_POLL_MS; !this.settled(); waitMs = Math.min(waitMs * 2, MAX_POLL_MS)) {
         const id = this.task.taskId as string;
         if (streaming) {
-          try {
-            await this.consume(client.resubscribeTask({ tenant: '', id }, { signal }));
-          } catch (err) {
-            // The task may have ended between our read and the resubscribe (a remote refuses to follow an ended
-            // task): the next read says.
-            if (signal.aborted || isControlFlow(err)) throw err;
-          }
+          await this.resubscribe(id, signal);
           if (this.settled()) return;
         }
         await delay(waitMs, undefined, { signal });
@@ -246,10 +245,13 @@ class RemoteRun {
       // The lease check is the last thing before the request leaves (ARCHITECTURE "Zombie worker").
       const first = await rt.sendLeased(() => stream.next());
       let taken = false;
-      await this.consume(stream, first, async () => {
-        if (taken) return;
-        taken = true;
-        await accepted();
+      await this.consume(stream, {
+        first,
+        accepted: async () => {
+          if (taken) return;
+          taken = true;
+          await accepted();
+        },
       });
       return;
     }
@@ -316,14 +318,45 @@ class RemoteRun {
     };
   }
 
+  /**
+   * Follows the task's stream (`tasks/resubscribe`) until it settles, the stream ends, or the stream stays quiet for
+   * {@link QUIET_STREAM_MS}: the caller then reads the task (`tasks/get`). A remote may keep a resubscribe open
+   * forever: an A2A 0.3 server (`@a2a-js/sdk` 0.3.x) that ends the task while the resubscribe attaches attaches it
+   * to the task's spent event bus, and the stream never sends again.
+   */
+  private async resubscribe(id: string, signal: AbortSignal): Promise<void> {
+    const quiet = new AbortController();
+    const timer = setTimeout(() => quiet.abort(), QUIET_STREAM_MS);
+    const both = AbortSignal.any([signal, quiet.signal]);
+    try {
+      const { client } = this.connection as A2aConnection;
+      const stream = client.resubscribeTask({ tenant: '', id }, { signal: both });
+      await this.consume(stream, { onEvent: () => timer.refresh() });
+    } catch (err) {
+      // The task may have ended between our read and the resubscribe (a remote refuses to follow an ended task),
+      // or the stream went quiet: the next read says.
+      if (signal.aborted || isControlFlow(err)) throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
   /** Follows a stream until the task settles (or the stream ends), storing the task id when it first shows. */
   private async consume(
     stream: AsyncGenerator<StreamResponse, void, undefined>,
-    first?: IteratorResult<StreamResponse, void>,
-    accepted?: () => Promise<void>,
+    options: {
+      /** The stream's first result, already read. */
+      first?: IteratorResult<StreamResponse, void>;
+      /** Runs after each event once the task id is stored (the remote took the message). */
+      accepted?: () => Promise<void>;
+      /** Runs as each event comes. */
+      onEvent?: () => void;
+    } = {},
   ): Promise<void> {
+    const { first, accepted, onEvent } = options;
     try {
       for (let next = first ?? (await stream.next()); !next.done; next = await stream.next()) {
+        onEvent?.();
         const known = this.task.taskId;
         const text = this.task.applyStream(next.value);
         if (!known && this.task.taskId) await this.remember();

@@ -1,11 +1,11 @@
 /**
  * RemoteA2aAgent across a SIGKILL (issue 31, client acceptance 2), in real `agentloom worker` processes on
  * PostgreSQL (BullMQ on its PostgreSQL backend): the worker running the step stores the remote task id while the
- * remote (an agent on `@a2a-js/sdk`'s own server in this process, held by the test) still works, and is killed
- * there; another worker takes the step over, follows the stored task (resubscribe) instead of sending again, and
- * completes with the remote's answer. The remote received one message. Then the same with remotes served by a second
- * `agentloom dev` process: a sequence of two of its apps, the worker killed while the second one works; the remote
- * stored one run of each app.
+ * remote (an agent on `@a2a-js/sdk`'s own server in this process, held by the test: the 1.x server, and the 0.3.x
+ * one most deployed agents still run) still works, and is killed there; another worker takes the step over, follows
+ * the stored task (resubscribe) instead of sending again, and completes with the remote's answer. The remote
+ * received one message. Then the same with remotes served by a second `agentloom dev` process: a sequence of two of
+ * its apps, the worker killed while the second one works; the remote stored one run of each app.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +14,7 @@ import type { Event } from '../../../src/index.js';
 import { REPO } from '../../support/cli.js';
 import { Cluster, fileServices, nodeLease } from '../../support/cluster.js';
 import { startSdkAgent } from '../../support/a2a-sdk-server.js';
+import { startSdkV03Agent } from '../../support/a2a-sdk-v03-server.js';
 import { gate } from '../../support/agents.js';
 import { waitFor } from '../../support/wait-for.js';
 import { A2A_DEV_ENV, A2A_URL_ENV } from '../fixtures/remote-a2a-apps.js';
@@ -24,9 +25,13 @@ import { freePort } from '../../support/cli.js';
 const appsModule = join(REPO, 'test/e2e/fixtures/remote-a2a-apps.ts');
 const hold = gate();
 const remote = await startSdkAgent(() => ({ reply: 'reviewed once', hold: hold.promise }));
+const holdV03 = gate();
+const remoteV03 = await startSdkV03Agent({ reply: 'reviewed once', hold: holdV03.promise });
 afterAll(async () => {
   hold.open();
+  holdV03.open();
   await remote.close();
+  await remoteV03.close();
 });
 const { options, engine, db } = await fileServices({ queue: 'postgres', appsModule, leaseMs: 2_000 });
 
@@ -43,28 +48,39 @@ async function storedTaskId(invocationId: string, author?: string): Promise<stri
 }
 
 describe('a worker SIGKILLed after the remote accepted the message', () => {
-  it('its successor follows the stored task: one message at the remote, the remote answer as output', async () => {
-    const cluster = new Cluster({ ...options, env: { [A2A_URL_ENV]: remote.url } });
-    const [first] = await cluster.start(1);
-    const { invocationId } = await engine.enqueue({ app: 'remote_step', userId: 'u', input: 'review this' });
-    const taskId = await waitFor(() => storedTaskId(invocationId), { timeoutMs: 30_000, what: 'task id' });
-    expect(remote.tasks).toEqual([taskId]);
-    const lease = await nodeLease(db, invocationId, 'remote_reviewer');
-    expect(lease?.attempt).toBe(1);
-    await first!.kill();
-    await cluster.start(1);
-    // The successor took the step over (after the lease lapsed) and follows the task the remote still works on.
-    await waitFor(async () => (await nodeLease(db, invocationId, 'remote_reviewer'))?.attempt === 2, {
-      timeoutMs: 30_000,
-      what: 'the takeover',
-    });
-    hold.open();
-    const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
-    expect(result.status).toBe('completed');
-    expect(result.output).toBe('reviewed once');
-    expect(remote.received).toEqual(['review this']);
-    expect(remote.cancelled).toEqual([]);
-  });
+  const remotes = [
+    { version: 'an A2A 1.0 remote (@a2a-js/sdk 1.x server)', remote, hold },
+    { version: 'an A2A 0.3 remote (@a2a-js/sdk 0.3.x server)', remote: remoteV03, hold: holdV03 },
+  ];
+  it.each(remotes)(
+    '$version: its successor follows the stored task: one message at the remote, the remote answer as output',
+    async ({ remote, hold }) => {
+      const cluster = new Cluster({ ...options, env: { [A2A_URL_ENV]: remote.url } });
+      const [first] = await cluster.start(1);
+      const { invocationId } = await engine.enqueue({
+        app: 'remote_step',
+        userId: 'u',
+        input: 'review this',
+      });
+      const taskId = await waitFor(() => storedTaskId(invocationId), { timeoutMs: 30_000, what: 'task id' });
+      expect(remote.tasks).toEqual([taskId]);
+      const lease = await nodeLease(db, invocationId, 'remote_reviewer');
+      expect(lease?.attempt).toBe(1);
+      await first!.kill();
+      await cluster.start(1);
+      // The successor took the step over (after the lease lapsed) and follows the task the remote still works on.
+      await waitFor(async () => (await nodeLease(db, invocationId, 'remote_reviewer'))?.attempt === 2, {
+        timeoutMs: 30_000,
+        what: 'the takeover',
+      });
+      hold.open();
+      const result = await engine.wait(invocationId, { timeoutMs: 30_000 });
+      expect(result.status).toBe('completed');
+      expect(result.output).toBe('reviewed once');
+      expect(remote.received).toEqual(['review this']);
+      expect(remote.cancelled).toEqual([]);
+    },
+  );
 });
 
 describe('a worker SIGKILLed while a second agentloom dev works on its remote step', () => {
