@@ -115,10 +115,12 @@ export interface NodeRuntime {
   /**
    * Called before a model call leaves: checks the budgets (the run's, and those of the agent's subtree and its
    * ancestors') against what is spent plus this call's reservation, then counts the call against `maxLlmCalls`.
+   * Resolves to undefined when the call fits as it is, or to the output limit (tokens) it must be sent with: what
+   * the budgets leave, when that is less than the reservation but at least `MIN_OUTPUT_TOKENS`.
    * Throws {@link BudgetPaused} (the node pauses with a `budget` request), BUDGET_EXCEEDED (`onExceeded: 'fail'`) or
    * LLM_CALL_BUDGET_EXCEEDED.
    */
-  checkBudget(request: ModelRequest): Promise<void>;
+  checkBudget(request: ModelRequest): Promise<number | undefined>;
   /**
    * Takes a slot of the shared rate limits for the model call `request` (to model `ref`), or throws
    * {@link RateLimitWait}: the step gives back its worker and runs again later. Undefined when no limit applies.

@@ -137,12 +137,12 @@ program
 program
   .command('validate')
   .description(
-    'check declarative apps (agentloom YAML or kagent Agent manifests) as dev/worker --apps PATH load them, tool and model names included; exit 1 with every problem as file:line:col: path: message',
+    'check apps as dev/worker --apps PATH load them, tool and model names included: a JS/TS apps module (its apps, agents, tools, models, rateLimits; exit 1 with every problem as path: message), or declarative apps (agentloom YAML or kagent Agent manifests; exit 1 with every problem as file:line:col: path: message)',
   )
-  .argument('<path>', 'a .yaml / .yml file or a folder of them')
+  .argument('<path>', 'a .js / .ts apps module, a .yaml / .yml file or a folder of them')
   .option(
     '--registry <module>',
-    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the files may use besides the built-in tools and provider model ids',
+    'a JS/TS module exporting `tools` and/or `models` (e.g. your apps module): names the apps may use besides the built-in tools, provider model ids (an apps module adds its own exports)',
   )
   .option(
     '--no-env',

@@ -28,9 +28,12 @@ export const eventActionsSchema = z.object({
   requestedToolConfirmations: z.record(z.string(), toolConfirmationSchema).optional(),
   /**
    * On a model event: digests of the request (rendered system instruction, tool declarations) the response
-   * answered; replay compares them (agents/llm/request-digest.ts).
+   * answered; replay compares them (agents/llm/request-digest.ts). `maxOutputTokens`: the output limit the call
+   * was sent with when a budget lowered it to what was left.
    */
-  modelRequest: z.object({ instruction: z.string(), tools: z.string() }).optional(),
+  modelRequest: z
+    .object({ instruction: z.string(), tools: z.string(), maxOutputTokens: z.number().int().optional() })
+    .optional(),
   /** On a model event: the tokens the provider reported for the call (ADK's usageMetadata), when it did. */
   usage: z
     .object({

@@ -3,13 +3,16 @@
  * checks tool and model names as `dev --apps PATH` and `worker --apps PATH` load them (built-in tools, Gemini ids,
  * the files' ModelConfigs, and with `--registry MODULE` that module's exports), through the loader's own code path:
  * what validates loads in real `dev` and `worker` processes (with the definition hash validate printed), and what
- * fails validation fails there, with the same problems (issue 18).
+ * fails validation fails there, with the same problems (issue 18). A JS/TS apps module is loaded as `dev --apps` loads
+ * it and its problems named one a line.
  */
 import { spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadAppsModule } from '../../src/engine/apps/apps-module.js';
+import { registerApps } from '../../src/engine/apps/registry.js';
 import { freePort, REPO, ServerProcess } from '../support/cli.js';
 import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
 
@@ -150,6 +153,61 @@ describe('agentloom validate', () => {
         'm',
       ),
     );
+  });
+
+  it('loads a TS apps module as dev --apps does: the example app is valid, with the definitions an engine registers', async () => {
+    const path = 'examples/kagent-remote/remote-apps.ts';
+    const result = validate(path);
+    expect(result.stderr).toBe('');
+    expect(result.status, result.stdout).toBe(0);
+    // The hashes an engine registers for the module's apps, as `dev --apps` would serve them.
+    const registered = registerApps((await loadAppsModule(path)).apps);
+    const summary = [...registered.values()]
+      .map((app) => `${app.name} (1 agents, definition ${app.definitionHash.slice(0, 12)})`)
+      .join(', ');
+    expect(result.stdout.trim().split('\n')).toEqual([
+      `ok: ${path}: 2 apps: ${summary}; names checked against built-in tools, provider model ids and the module's tools and models`,
+    ]);
+  });
+
+  it('names every problem of a TS apps module, and a module that fails to load or exports no apps (exit 1)', () => {
+    const path = 'test/fixtures/apps/invalid-apps.ts';
+    const result = validate(path);
+    expect(result.stderr).toBe('');
+    expect(result.status, result.stdout).toBe(1);
+    expect(result.stdout.trim().split('\n')).toEqual([
+      `${path}: apps[1] "bad name!": app name "bad name!" is not valid: use letters, digits, _ . -`,
+      `${path}: apps[2] "typos": app "typos" is registered twice`,
+      `${path}: app "typos", agent "drafter": model "fsat" is neither a provider id (such as gemini-2.5-flash or openai/gpt-4.1) nor exported in the module's \`models\` (known: fast); did you mean "fast"?`,
+      `${path}: app "typos", agent "searcher": tool "lokup" is neither built in nor exported in the module's \`tools\` (known: exit_loop, lookup); did you mean "lookup"?`,
+      `${path}: app "typos", agent "silent": names no model and the module's \`models\` export has no "default": give it a model (an instance, a provider id such as gemini-2.5-flash, or a name in \`models\`)`,
+      `5 problems in ${path}`,
+    ]);
+    // A module that throws as it loads (the OAuth example without its secret), one exporting no `apps`, and one
+    // whose `rateLimits` export is wrong: one line each saying what is wrong.
+    const exportsApp = join(dir, 'exports-app.mjs');
+    writeFileSync(exportsApp, 'export const app = [];\n');
+    const badLimits = join(dir, 'bad-limits.mjs');
+    writeFileSync(
+      badLimits,
+      'export const apps = [];\nexport const rateLimits = { m: { requestsPerMinute: -1 } };\n',
+    );
+    const cases = [
+      [
+        'examples/oauth2/calendar-app.ts',
+        /failed to load: set OAUTH_CLIENT_SECRET to the secret the provider accepts/,
+      ],
+      [exportsApp, /must export `apps`: an array of \{ name, agent \}/],
+      [badLimits, /rateLimits.*requestsPerMinute/],
+    ] as const;
+    for (const [module, message] of cases) {
+      const failed = validateWith({ OAUTH_CLIENT_SECRET: undefined }, module);
+      expect(failed.status, failed.stdout + failed.stderr).toBe(1);
+      const lines = failed.stdout.trim().split('\n');
+      expect(lines).toEqual([expect.stringMatching(message), `1 problem in ${module}`]);
+      expect(lines[0]!.startsWith(`${module}: `)).toBe(true);
+    }
+    expect(validate('examples/no-such-app.ts').status).toBe(2);
   });
 
   it('exits 2 when the path does not exist', () => {

@@ -10,8 +10,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  estimateTokens,
   LlmAgent,
   LoopAgent,
+  MIN_OUTPUT_TOKENS,
   ParallelAgent,
   ScriptedModel,
   type Engine,
@@ -172,23 +174,66 @@ describe.each(backends)('budgets on $name', (backend) => {
     }
   });
 
-  it('a first call without maxOutputTokens reserves budgetOutputReservation (default 1024)', async () => {
+  it("README's loop as written (no maxOutputTokens): 6 calls under tokens: 1000, the first one's output lowered to what is left", async () => {
+    const m = model();
+    const agent = new LoopAgent({
+      name: 'plain_loop',
+      maxIterations: 20,
+      subAgents: [new LlmAgent({ name: 'plain', model: m })],
+    });
+    const engine = await engineOn(backend, { apps: [{ name: 'plain', agent }] });
+    try {
+      const { invocationId } = await engine.enqueue({
+        app: 'plain',
+        userId: 'u',
+        input: 'go',
+        budget: { tokens: 1000 },
+      });
+      const paused = await pausedOn(engine, invocationId);
+      expect(m.calls).toBe(6);
+      expect(paused.pending[0]).toMatchObject({
+        kind: 'budget',
+        args: { scope: 'run', limit: 'tokens', spent: 900, reserved: 150, max: 1000, agent: 'plain' },
+      });
+      // The first call's reservation (its input + 1,024) does not fit 1,000: it is sent with its output limit
+      // lowered to what is left after its estimated input; the later ones reserve 150 and are sent as written.
+      const [first, ...rest] = m.requests;
+      const left =
+        1000 - estimateTokens(JSON.stringify([first!.systemInstruction, first!.contents, first!.tools]));
+      expect(left).toBeGreaterThan(900);
+      expect(first!.generateContentConfig).toEqual({ maxOutputTokens: left });
+      expect(rest.map((r) => r.generateContentConfig)).toEqual(rest.map(() => undefined));
+      // The stored model event records the limit the call was sent with.
+      const limits: unknown[] = [];
+      for await (const e of engine.events(invocationId)) {
+        if (e.actions.modelRequest) limits.push(e.actions.modelRequest.maxOutputTokens);
+      }
+      expect(limits).toEqual([left, undefined, undefined, undefined, undefined, undefined]);
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('a first call reserves budgetOutputReservation; below MIN_OUTPUT_TOKENS left, nothing is sent', async () => {
     const bare = (m: ScriptedModel) => new LlmAgent({ name: 'bare', model: m });
-    for (const [reservation, calls] of [
-      [undefined, 0],
-      [200, 1],
+    for (const [tokens, reservation, calls] of [
+      // 200 reserved + the input fit 1,000: sent as written.
+      [1000, 200, 1],
+      // Fewer than MIN_OUTPUT_TOKENS left after the input: held before its first call.
+      [MIN_OUTPUT_TOKENS, undefined, 0],
     ] as const) {
       const m = model();
       const engine = await engineOn(backend, {
-        apps: [{ name: 'bare', agent: bare(m), budget: { tokens: 1000 } }],
+        apps: [{ name: 'bare', agent: bare(m), budget: { tokens } }],
         ...(reservation === undefined ? {} : { budgetOutputReservation: reservation }),
       });
       try {
         const { invocationId } = await engine.enqueue({ app: 'bare', userId: 'u', input: 'go' });
         const view = await engine.wait(invocationId, { timeoutMs: 60_000 });
-        // 1024 reserved + the input: over 1000, held before its first call; 200 reserved: it runs.
         expect(view.status).toBe(calls === 0 ? 'paused' : 'completed');
         expect(m.calls).toBe(calls);
+        if (calls > 0) expect(m.requests[0]!.generateContentConfig).toBeUndefined();
+        else expect(view.pending[0]).toMatchObject({ kind: 'budget', args: { limit: 'tokens', spent: 0 } });
       } finally {
         await engine.close();
       }

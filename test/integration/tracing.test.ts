@@ -1,7 +1,8 @@
 /**
  * Tracing in one process (an engine on PostgreSQL, in-process queue, an SDK registered first, spans kept in
  * memory): a failure is recorded on its spans with the API's error code; a step's log lines carry its trace and span
- * ids; a cancelled run still gets its node spans; an engine made before any SDK was registered traces nothing.
+ * ids; a cancelled run still gets its node spans; only a node's own span is an agent invocation (`invoke_agent`), not
+ * its steps; an engine made before any SDK was registered traces nothing.
  */
 import { trace } from '@opentelemetry/api';
 import {
@@ -58,6 +59,15 @@ const apps: AppDefinition[] = [
           }),
         }),
       ],
+    }),
+  },
+  {
+    name: 'pipeline',
+    agent: new SequentialAgent({
+      name: 'pipeline_flow',
+      subAgents: ['drafter', 'reviewer'].map(
+        (name) => new LlmAgent({ name, model: new ScriptedModel({ respond: () => `${name} done` }) }),
+      ),
     }),
   },
   {
@@ -121,6 +131,28 @@ describe('tracing in one process', () => {
         code,
       );
     }
+  });
+
+  it('counts one agent invocation per node: its invoke_agent span, never its step spans', async () => {
+    const { invocationId } = await engine.enqueue({ app: 'pipeline', userId: 'u', input: 'go' });
+    const done = await engine.wait(invocationId, { timeoutMs: 30_000 });
+    expect(done.status).toBe('completed');
+    const spans = spansOf(done.traceId);
+    const steps = spans.filter((s) => s.name.startsWith('step '));
+    expect(steps.map((s) => s.name).sort()).toEqual(['step drafter', 'step reviewer']);
+    for (const step of steps) {
+      expect(step.attributes['gen_ai.operation.name'], step.name).not.toBe('invoke_agent');
+      expect(step.attributes['agentloom.node.path'], step.name).toBe(
+        `pipeline_flow/${step.name.slice('step '.length)}`,
+      );
+      expect(step.attributes['agentloom.invocation.id'], step.name).toBe(invocationId);
+    }
+    const invocations = spans.filter((s) => s.attributes['gen_ai.operation.name'] === 'invoke_agent');
+    expect(invocations.map((s) => s.name).sort()).toEqual([
+      'invoke_agent drafter',
+      'invoke_agent pipeline_flow',
+      'invoke_agent reviewer',
+    ]);
   });
 
   it("puts a step's trace and span ids on its log lines", async () => {

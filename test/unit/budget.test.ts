@@ -7,11 +7,15 @@ import {
   checkBudget,
   costOfUsage,
   maxSpend,
+  MIN_OUTPUT_TOKENS,
+  outputRoom,
   priceFor,
   reservationFor,
   spendOfUsage,
   validateBudget,
   validatePriceTable,
+  withMaxOutputTokens,
+  withOutputLimit,
   ZERO_SPEND,
   type Spend,
 } from '../../src/models/index.js';
@@ -56,6 +60,37 @@ describe('budget', () => {
     expect(reservationFor(undefined, { estimatedInputTokens: 10 }).tokens).toBe(1034);
     // a first call whose estimate alone crosses the budget does not start
     expect(loop(500, { input: 10, output: 10 }, 1024).calls).toBe(0);
+  });
+
+  it('gives a call that does not fit the output what is left of tokens, outputTokens and cost', () => {
+    const first = reservationFor(undefined, { estimatedInputTokens: 10 });
+    const opts = { inputTokens: 10 };
+    expect(outputRoom({ tokens: 1000 }, ZERO_SPEND, first, opts)).toBe(990);
+    expect(outputRoom({ outputTokens: 120, tokens: 5000 }, ZERO_SPEND, first, opts)).toBe(120);
+    expect(outputRoom({ inputTokens: 5, modelCalls: 1 }, ZERO_SPEND, first, opts)).toBe(Infinity);
+    const price = priceFor('openai/gpt-4.1')!;
+    const priced = reservationFor(undefined, { estimatedInputTokens: 10, price });
+    // $0.001 less 10 input tokens at $2/M, at $8/M output.
+    expect(outputRoom({ costUsd: 0.001 }, ZERO_SPEND, priced, { ...opts, price })).toBe(122);
+    // A later call reserves the largest so far; the input part is at least the request's estimate.
+    const largest = spendOfUsage({ promptTokens: 100, outputTokens: 50 }, undefined);
+    const spent = { ...ZERO_SPEND, tokens: 850 };
+    expect(outputRoom({ tokens: 1000 }, spent, largest, { inputTokens: 20 })).toBe(50);
+    expect(outputRoom({ tokens: 1000 }, spent, largest, { inputTokens: 120 })).toBe(30);
+    expect(withOutputLimit(largest, 40, { inputTokens: 20 })).toMatchObject({
+      tokens: 140,
+      outputTokens: 40,
+    });
+    expect(MIN_OUTPUT_TOKENS).toBeGreaterThan(0);
+  });
+
+  it("lowers every spelling of a request's output limit", () => {
+    expect(withMaxOutputTokens(undefined, 50)).toEqual({ maxOutputTokens: 50 });
+    expect(withMaxOutputTokens({ temperature: 0, max_tokens: 900 }, 50)).toEqual({
+      temperature: 0,
+      max_tokens: 50,
+      maxOutputTokens: 50,
+    });
   });
 
   it('checks every limit: cost, input, output and model calls', () => {

@@ -9,6 +9,7 @@ import { withDeadline } from '../../core/deadline.js';
 import { AgentloomError, toStoredError } from '../../core/errors.js';
 import type { Event } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
+import { withMaxOutputTokens } from '../../models/budget/budget.js';
 import type { ModelRequest, ModelResponse, ToolDeclaration } from '../../models/model.js';
 import type { Tool } from '../../tools/tool.js';
 import { FunctionTool } from '../../tools/function-tool.js';
@@ -140,13 +141,28 @@ async function buildRequest(flow: Flow, callIndex: number): Promise<ModelRequest
   };
 }
 
+/** A model's answer, and the output limit (tokens) the budgets lowered the call to, if they did. */
+interface Generated {
+  response: ModelResponse;
+  maxOutputTokens?: number;
+}
+
 /** Checks the budgets and calls the model (onModelErrorCallback recovers its errors). */
-async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext): Promise<ModelResponse> {
+async function generate(flow: Flow, built: ModelRequest, cbx: CallbackContext): Promise<Generated> {
   const { agent, rt } = flow;
   // Shared rate limits first (issue 35): a step that must wait gives back its worker with nothing spent.
-  const slot = await rt.acquireModelSlot?.(request, agent.options.model);
-  // The budgets count real model calls only: a beforeModelCallback answer never reaches this point.
-  await rt.checkBudget(request);
+  const slot = await rt.acquireModelSlot?.(built, agent.options.model);
+  // The budgets count real model calls only: a beforeModelCallback answer never reaches this point. A call whose
+  // reservation does not fit what is left is sent with its output limit lowered to it: the provider stops there.
+  const maxOutputTokens = await rt.checkBudget(built);
+  const request: ModelRequest =
+    maxOutputTokens === undefined
+      ? built
+      : {
+          ...built,
+          generateContentConfig: withMaxOutputTokens(built.generateContentConfig, maxOutputTokens),
+        };
+  const lowered = maxOutputTokens === undefined ? {} : { maxOutputTokens };
   try {
     const onPartial = agent.options.stream ? (partial: Content) => rt.publishPartial(partial) : undefined;
     const model = rt.resolveModel(agent.options.model);
@@ -178,13 +194,13 @@ async function generate(flow: Flow, request: ModelRequest, cbx: CallbackContext)
       },
     );
     await slot?.settle(response);
-    return response;
+    return { response, ...lowered };
   } catch (err) {
     // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
     // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.
     if (isControlFlow(err) || rt.signal.aborted) throw err;
     const recovered = await runChain(agent.callbacks.onModelErrorCallback, cbx, request, err);
-    if (recovered) return recovered;
+    if (recovered) return { response: recovered, ...lowered };
     throw err instanceof AgentloomError
       ? err
       : new AgentloomError('MODEL_ERROR', `model call of ${agent.name} failed: ${(err as Error).message}`, {
@@ -249,8 +265,10 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const delta: Record<string, unknown> = {};
   const cbx = callbackContext(flow, delta);
   const answered = await runChain(agent.callbacks.beforeModelCallback, cbx, request);
-  const generated = answered ? undefined : await generate(flow, request, cbx);
-  // Crash here → the call's spend was not counted and its event not stored: the next attempt calls again.
+  const sent = answered ? undefined : await generate(flow, request, cbx);
+  const generated = sent?.response;
+  // Crash here → the call's spend was not counted and its event not stored: the next attempt calls again (and checks
+  // the budgets again against what is committed then).
   if (generated) await rt.fault('after-model-call');
   let response = (answered ?? generated) as ModelResponse;
   response = (await runChain(agent.callbacks.afterModelCallback, cbx, response)) ?? response;
@@ -265,7 +283,10 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
       actions: {
         artifactDelta: {},
         stateDelta: delta,
-        modelRequest: requestDigest(request),
+        modelRequest: {
+          ...requestDigest(request),
+          ...(sent?.maxOutputTokens === undefined ? {} : { maxOutputTokens: sent.maxOutputTokens }),
+        },
         ...(response.usage ? { usage: response.usage } : {}),
       },
     },

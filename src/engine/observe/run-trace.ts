@@ -28,7 +28,13 @@ import { invocationTraceId, nodeSpanId, parseTraceparent } from '../../core/trac
 import type { Db } from '../../store/db/database.js';
 import type { InvocationRow } from '../../store/repos/invocations.js';
 import { invocationNodes, type NodeRow } from '../../store/repos/nodes.js';
-import { errorCodeOf, jsonAttribute, nodeAttributes, recordError } from './span-attributes.js';
+import {
+  agentInvocationAttributes,
+  errorCodeOf,
+  jsonAttribute,
+  nodeAttributes,
+  recordError,
+} from './span-attributes.js';
 import { startSpanWithIds } from './trace-ids.js';
 import { DERIVED_TRACE } from './trace-sampler.js';
 import type { StepHandler } from '../../queue/step-queue.js';
@@ -116,7 +122,8 @@ export class RunTracing {
       {
         kind: SpanKind.INTERNAL,
         attributes: {
-          ...nodeAttributes({ ...nodeOf(inv, node) }),
+          // The node's attributes, not its invocation's: the node's own span is the agent's one invocation.
+          ...nodeAttributes(nodeOf(inv, node)),
           'agentloom.attempt': node.attempt,
           ...(typeof readyAt === 'number'
             ? { 'agentloom.queue.wait_ms': Math.max(0, Date.now() - readyAt) }
@@ -205,7 +212,7 @@ export class RunTracing {
 }
 
 function setNodeAttributes(span: Span, inv: InvocationRow, row: NodeRow): void {
-  span.setAttributes(nodeAttributes(nodeOf(inv, row)));
+  span.setAttributes(agentInvocationAttributes(nodeOf(inv, row)));
   span.setAttribute('agentloom.node.status', row.status);
   span.setAttribute('agentloom.node.attempts', row.attempt);
   const iteration = row.checkpoint.iteration;

@@ -28,18 +28,32 @@ export function loopIterationOf(path: string): number | undefined {
   return Number.isInteger(iteration) ? iteration : undefined;
 }
 
-/** The attributes of an agent node's spans. */
-export function nodeAttributes(node: {
+/** What names an agent node in span attributes. */
+export interface SpanNode {
   invocationId: string;
   sessionId: string;
   app: string;
   agent: string;
   kind: string;
   path: string;
-}): Attributes {
+}
+
+/**
+ * The attributes of the `invoke_agent {agent}` span of a node: the agent's one invocation in the GenAI semantic
+ * conventions (`gen_ai.operation.name` = `invoke_agent`), plus the node's {@link nodeAttributes}.
+ */
+export function agentInvocationAttributes(node: SpanNode): Attributes {
+  return { 'gen_ai.operation.name': 'invoke_agent', ...nodeAttributes(node) };
+}
+
+/**
+ * The attributes that place a span at a node (`gen_ai.agent.name` and `agentloom.*`), without claiming to be the
+ * agent's invocation: each `step {agent}` span (one per attempt of a leaf) carries these, so a GenAI dashboard
+ * counts one `invoke_agent` per node, not one more per attempt.
+ */
+export function nodeAttributes(node: SpanNode): Attributes {
   const iteration = loopIterationOf(node.path);
   return {
-    'gen_ai.operation.name': 'invoke_agent',
     'gen_ai.agent.name': node.agent,
     'agentloom.workflow.type': node.kind,
     'agentloom.node.path': node.path,

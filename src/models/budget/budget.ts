@@ -5,7 +5,9 @@
  * The rule: a call starts only if what is spent plus the call's reservation stays within every limit. The
  * reservation is the largest usage of that agent's calls so far in the run; for its first call, the request's
  * estimated input tokens plus its `maxOutputTokens` (or {@link DEFAULT_OUTPUT_RESERVATION}). So a loop whose calls
- * cost 150 tokens each stops after 6 calls under a budget of 1,000, never at 1,050.
+ * cost 150 tokens each stops after 6 calls under a budget of 1,000, never at 1,050. A call whose reservation does
+ * not fit but for which at least {@link MIN_OUTPUT_TOKENS} output tokens are left ({@link outputRoom}) is made with
+ * its output limit lowered to what is left, so the provider itself keeps it within the budget.
  */
 import { AgentloomError } from '../../core/errors.js';
 import type { ModelUsage } from '../model.js';
@@ -37,6 +39,13 @@ export type BudgetLimit = (typeof BUDGET_LIMITS)[number];
 
 /** Output tokens reserved for an agent's first call when its request sets no `maxOutputTokens`. */
 export const DEFAULT_OUTPUT_RESERVATION = 1024;
+
+/**
+ * The fewest output tokens a call is sent with when a budget lowers its output limit to what is left (32). A call
+ * allowed fewer could hardly finish a sentence or a function call, yet would spend its input tokens: below this
+ * floor the run pauses (or fails) on its budget instead.
+ */
+export const MIN_OUTPUT_TOKENS = 32;
 
 export const ZERO_SPEND: Readonly<Spend> = {
   tokens: 0,
@@ -119,6 +128,29 @@ export function maxSpend(a: Spend, b: Spend): Spend {
   };
 }
 
+/** The `generateContentConfig` keys the provider adapters read as the output-token limit, first present wins. */
+export const OUTPUT_LIMIT_KEYS = [
+  'maxOutputTokens',
+  'maxTokens',
+  'max_tokens',
+  'max_completion_tokens',
+] as const;
+
+/**
+ * `config` with its output-token limit lowered to `limit`: `maxOutputTokens` (the key every adapter reads first:
+ * Gemini sends it as it is, OpenAI as `max_completion_tokens` or `max_tokens`, Anthropic as `max_tokens`) and any
+ * other spelling of it that is present, so no adapter sends a larger one.
+ */
+export function withMaxOutputTokens(
+  config: Readonly<Record<string, unknown>> | undefined,
+  limit: number,
+): Record<string, unknown> {
+  const lowered: Record<string, unknown> = { ...config };
+  for (const key of OUTPUT_LIMIT_KEYS) if (key in lowered) lowered[key] = limit;
+  lowered.maxOutputTokens = limit;
+  return lowered;
+}
+
 /** A rough input-token estimate of a request's text (4 characters a token, the providers' rule of thumb). */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
@@ -163,6 +195,53 @@ export function checkBudget(budget: Budget, spent: Spend, reservation: Spend): B
     }
   }
   return undefined;
+}
+
+/**
+ * How many output tokens a call may produce within `budget`, given what is `spent` and the call's `reservation`:
+ * what is left of `tokens` after the reservation's input part (at least `inputTokens`, the request's estimate), of
+ * `outputTokens`, and of `costUsd` at the output price of `price`. Infinity when no such limit is set; the limits
+ * that output cannot lower (`inputTokens`, `modelCalls`) are left to {@link checkBudget}.
+ */
+export function outputRoom(
+  budget: Budget,
+  spent: Spend,
+  reservation: Spend,
+  options: { inputTokens: number; price?: ModelPrice | undefined },
+): number {
+  let room = Infinity;
+  if (budget.tokens !== undefined) {
+    const input = Math.max(reservation.tokens - reservation.outputTokens, options.inputTokens);
+    room = Math.min(room, budget.tokens - spent.tokens - input);
+  }
+  if (budget.outputTokens !== undefined) room = Math.min(room, budget.outputTokens - spent.outputTokens);
+  const perToken = (options.price?.outputPerMillion ?? 0) / 1_000_000;
+  if (budget.costUsd !== undefined && perToken > 0) {
+    const inputCost = Math.max(0, reservation.costUsd - reservation.outputTokens * perToken);
+    room = Math.min(room, Math.floor((budget.costUsd - spent.costUsd - inputCost) / perToken));
+  }
+  return room;
+}
+
+/**
+ * `reservation` with its output cut to `outputTokens` (a call sent with that output limit): its tokens and cost
+ * lowered by the output it no longer reserves (priced at `price`), its input at least `inputTokens`.
+ */
+export function withOutputLimit(
+  reservation: Spend,
+  outputTokens: number,
+  options: { inputTokens: number; price?: ModelPrice | undefined },
+): Spend {
+  const input = Math.max(reservation.tokens - reservation.outputTokens, options.inputTokens);
+  const saved = Math.max(0, reservation.outputTokens - outputTokens);
+  const perToken = (options.price?.outputPerMillion ?? 0) / 1_000_000;
+  return {
+    tokens: input + outputTokens,
+    inputTokens: Math.max(reservation.inputTokens, options.inputTokens),
+    outputTokens,
+    costUsd: Math.max(0, reservation.costUsd - saved * perToken),
+    modelCalls: 1,
+  };
 }
 
 /** The error of `onExceeded: 'fail'`: names the limit and how to raise it. */

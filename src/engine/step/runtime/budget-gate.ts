@@ -3,7 +3,8 @@
  * (the run's, and the subtree budgets of the agent and its ancestors, each as raised by answers), what each has
  * spent (the sum of its agents' `agent_spends` rows, committed with their calls' events), and the call's
  * reservation (the largest call of that agent so far in the run, or an estimate for its first). A call that would
- * cross one pauses the node with a `budget` request, or fails it with BUDGET_EXCEEDED under `onExceeded: 'fail'`.
+ * cross one is sent with its output limit lowered to what is left, when at least MIN_OUTPUT_TOKENS are; otherwise
+ * it pauses the node with a `budget` request, or fails it with BUDGET_EXCEEDED under `onExceeded: 'fail'`.
  */
 import { BudgetPaused, type EmitOptions } from '../../../agents/context.js';
 import { AgentloomError } from '../../../core/errors.js';
@@ -16,7 +17,11 @@ import {
   budgetExceeded,
   checkBudget,
   estimateTokens,
+  MIN_OUTPUT_TOKENS,
+  OUTPUT_LIMIT_KEYS,
+  outputRoom,
   reservationFor,
+  withOutputLimit,
   ZERO_SPEND,
   BUDGET_LIMITS,
   type Budget,
@@ -93,7 +98,7 @@ function estimatedInput(request: ModelRequest): number {
 /** What the request's `generateContentConfig` caps the output at, when it does. */
 function maxOutputOf(request: ModelRequest): number | undefined {
   const c = request.generateContentConfig ?? {};
-  for (const key of ['maxOutputTokens', 'maxTokens', 'max_tokens', 'max_completion_tokens']) {
+  for (const key of OUTPUT_LIMIT_KEYS) {
     const v = c[key];
     if (typeof v === 'number' && Number.isFinite(v) && v > 0) return v;
   }
@@ -114,26 +119,53 @@ export function firstCrossing(
 }
 
 /**
+ * The output limit that fits a call whose reservation crosses a budget: the least {@link outputRoom} of the scopes,
+ * when it is at least {@link MIN_OUTPUT_TOKENS} and the call, reserved with that output, crosses no budget.
+ */
+function fittedOutput(
+  scopes: readonly BudgetScope[],
+  spends: readonly AgentSpend[],
+  reservation: Spend,
+  options: { inputTokens: number; price: ModelPrice | undefined },
+): number | undefined {
+  let room = reservation.outputTokens;
+  for (const scope of scopes) {
+    room = Math.min(room, outputRoom(scope.budget, spentBy(spends, scope.members), reservation, options));
+  }
+  // One token less absorbs a rounding of the cost arithmetic (what is left in USD, divided by a per-token price).
+  for (const limit of [Math.floor(room), Math.floor(room) - 1]) {
+    if (limit < MIN_OUTPUT_TOKENS) return undefined;
+    if (!firstCrossing(scopes, spends, withOutputLimit(reservation, limit, options))) return limit;
+  }
+  return undefined;
+}
+
+/**
  * Checks the budgets before a call of `agent` (reads the stored budget and spends: a raise and other branches'
- * calls are seen). Throws {@link BudgetPaused} or BUDGET_EXCEEDED when the call may not start.
+ * calls are seen). Returns undefined when the call fits as it is, or the output limit (tokens) it must be sent with
+ * to fit: its reservation does not, but at least {@link MIN_OUTPUT_TOKENS} output tokens are left. Throws
+ * {@link BudgetPaused} or BUDGET_EXCEEDED when not even those fit.
  */
 export async function gateModelCall(
   db: Db,
   input: { invocationId: string; agent: BaseAgent | undefined; agentName: string; request: ModelRequest },
   price: ModelPrice | undefined,
   outputReservation?: number,
-): Promise<void> {
+): Promise<number | undefined> {
   const { budget: stored, spends } = await budgetAndSpends(db, input.invocationId);
   const scopes = budgetScopes(stored, input.agent);
-  if (scopes.length === 0) return;
+  if (scopes.length === 0) return undefined;
   const own = spends.find((s) => s.agent === input.agentName);
+  const inputTokens = estimatedInput(input.request);
   const reservation = reservationFor(own?.largest, {
-    estimatedInputTokens: estimatedInput(input.request),
+    estimatedInputTokens: inputTokens,
     maxOutputTokens: maxOutputOf(input.request) ?? outputReservation,
     ...(price ? { price } : {}),
   });
   const found = firstCrossing(scopes, spends, reservation);
-  if (!found) return;
+  if (!found) return undefined;
+  const fitted = fittedOutput(scopes, spends, reservation, { inputTokens, price });
+  if (fitted !== undefined) return fitted;
   const { scope, crossing } = found;
   if ((scope.budget.onExceeded ?? 'pause') === 'fail') throw budgetExceeded(crossing);
   const callId = newId('budget');
@@ -169,7 +201,8 @@ export interface SpendDeps {
 
 /**
  * Before a model call of a step: the budgets (a call they hold back does not count against maxLlmCalls), then
- * `maxLlmCalls` (counted as the call starts, as always: LLM_CALL_BUDGET_EXCEEDED when used up).
+ * `maxLlmCalls` (counted as the call starts, as always: LLM_CALL_BUDGET_EXCEEDED when used up). Returns the output
+ * limit the budgets lowered the call to, if they did ({@link gateModelCall}).
  */
 export async function checkModelCall(
   deps: SpendDeps,
@@ -180,11 +213,12 @@ export async function checkModelCall(
     agentName: string;
     request: ModelRequest;
   },
-): Promise<void> {
+): Promise<number | undefined> {
   const db = deps.store.db;
+  let outputLimit: number | undefined;
   if (hasBudget(call.budget, call.agent)) {
     const model = typeof call.request.model === 'string' ? call.request.model : 'default';
-    await gateModelCall(db, call, priceFor(model, deps.prices), deps.outputReservation);
+    outputLimit = await gateModelCall(db, call, priceFor(model, deps.prices), deps.outputReservation);
   }
   const result = await reserveLlmCall(db, call.invocationId);
   if (!result.ok) {
@@ -194,6 +228,7 @@ export async function checkModelCall(
       { details: { used: result.used, max: result.max } },
     );
   }
+  return outputLimit;
 }
 
 /**

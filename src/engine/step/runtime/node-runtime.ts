@@ -279,11 +279,11 @@ export class EngineNodeRuntime implements NodeRuntime {
     return this.slots.acquire(this.deps.rateLimiter, request, ref, this.app);
   }
 
-  async checkBudget(request: ModelRequest): Promise<void> {
+  async checkBudget(request: ModelRequest): Promise<number | undefined> {
     await this.flush();
     const { invocationId, invocation } = this;
     const call = { invocationId, budget: invocation.budget, agent: this.agent(), agentName: this.node.agent };
-    await checkModelCall(this.deps, { ...call, request });
+    return checkModelCall(this.deps, { ...call, request });
   }
 
   /** Set in a replay run (engine.replay): models and tools answer from the recorded run. */
