@@ -12,6 +12,7 @@ import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
 import { call, scripted } from '../support/agents.js';
+import { apiClient, type Json } from '../support/http-client.js';
 import { createTestDatabase } from '../support/services.js';
 
 const ALICE_KEY = `planted-alice-key-${randomBytes(8).toString('hex')}`;
@@ -22,7 +23,6 @@ const KEYS = 'ops:ops-key-0123456789; scoped:scoped-key-0123456789:weather,mail'
 const OPS = 'ops-key-0123456789';
 const SCOPED = 'scoped-key-0123456789';
 
-type Json = Record<string, unknown>;
 let engine: Engine;
 let api: ApiApp;
 let base: string;
@@ -65,27 +65,12 @@ afterAll(async () => {
   await engine?.close();
 });
 
-async function http(
-  method: string,
-  path: string,
-  key = OPS,
-  body?: unknown,
-): Promise<{ status: number; body: Json }> {
-  const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {};
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  answers.push(text);
-  return { status: response.status, body: text ? (JSON.parse(text) as Json) : {} };
-}
+/** The API as the ops key (which sees every app) calls it, unless a call names another key. */
+const http = apiClient({ base: () => base, bearer: OPS, onAnswer: (text) => answers.push(text) });
 
 /** Runs `app` for `userId` until it settles; returns the invocation as the API shows it. */
 async function run(app: string, userId: string): Promise<Json> {
-  const { body } = await http('POST', `/v1/apps/${app}/invocations`, OPS, { userId, input: 'go' });
+  const { body } = await http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });
   await engine.wait(body.invocationId as string, { timeoutMs: 60_000 });
   return (await http('GET', `/v1/invocations/${body.invocationId as string}`)).body;
 }
@@ -96,7 +81,7 @@ async function storeCredential(app: string, userId: string, credential: Json): P
   expect(paused.status).toBe('paused');
   const [pending] = paused.pending as Json[];
   expect(pending).toMatchObject({ kind: 'auth' });
-  const answered = await http('POST', `/v1/invocations/${paused.id as string}/responses`, OPS, {
+  const answered = await http('POST', `/v1/invocations/${paused.id as string}/responses`, {
     functionResponses: [
       { id: pending!.callId, name: REQUEST_CREDENTIAL, response: { exchangedAuthCredential: credential } },
     ],
@@ -155,13 +140,13 @@ describe('credentials admin API', () => {
       ['DELETE', '/v1/credentials?userId=alice'],
       ['DELETE', '/v1/credentials?userId=alice&app=weather&credentialKey=weather'],
     ] as const) {
-      const scoped = await http(method, path, SCOPED);
+      const scoped = await http(method, path, undefined, { bearer: SCOPED });
       expect(scoped.status, `${method} ${path}`).toBe(403);
       expect(scoped.body.error).toMatchObject({
         code: 'FORBIDDEN',
         message: expect.stringContaining('a key that sees every app'),
       });
-      expect((await http(method, path, '')).status).toBe(401);
+      expect((await http(method, path, undefined, { bearer: '' })).status).toBe(401);
     }
     expect(((await list('userId=alice')).body.credentials as Json[]).length).toBe(2);
   });

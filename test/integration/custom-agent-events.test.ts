@@ -11,7 +11,9 @@ import {
   type Event,
   type InvocationContext,
 } from '../../src/index.js';
+import { gate } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
+import { waitFor } from '../support/wait-for.js';
 
 /** Yields `first`, waits for its gate, then yields `second` and ends. */
 class Gated extends BaseAgent {
@@ -26,12 +28,6 @@ class Gated extends BaseAgent {
   }
 }
 
-function gate() {
-  let open: () => void = () => undefined;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
-
 const texts = (events: Event[]) =>
   events.filter((e) => e.author === 'gated').map((e) => e.content?.parts[0]?.text);
 
@@ -39,16 +35,6 @@ async function storedEvents(engine: Awaited<ReturnType<typeof engineOn>>, invoca
   const events: Event[] = [];
   for await (const event of engine.events(invocationId)) events.push(event);
   return events;
-}
-
-async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean, what: string): Promise<T> {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const value = await read();
-    if (ok(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 describe.each(backends)("a custom agent's events on $name", (backend) => {
@@ -61,11 +47,11 @@ describe.each(backends)("a custom agent's events on $name", (backend) => {
       const { invocationId } = await engine.enqueue({ app: 'app', userId: 'u', input: 'go' });
       // The step cannot end before the gate opens, and the gate opens only once 'first' is stored: if the event
       // waited for the step's end, this would never finish.
-      await until(
-        () => storedEvents(engine, invocationId),
-        (events) => texts(events).includes('first'),
-        "'first' to be stored",
-      );
+      await waitFor(async () => texts(await storedEvents(engine, invocationId)).includes('first'), {
+        timeoutMs: 20_000,
+        intervalMs: 20,
+        what: "'first' to be stored",
+      });
       expect((await engine.get(invocationId)).status).toBe('running');
       open();
       expect((await engine.wait(invocationId, { timeoutMs: 20_000 })).status).toBe('completed');
@@ -90,11 +76,11 @@ describe.each(backends)("a custom agent's events on $name", (backend) => {
     let invocationId = '';
     try {
       ({ invocationId } = await first.enqueue({ app: 'app', userId: 'u', input: 'go' }));
-      await until(
-        () => storedEvents(first, invocationId),
-        (events) => texts(events).includes('first'),
-        "'first' to be stored",
-      );
+      await waitFor(async () => texts(await storedEvents(first, invocationId)).includes('first'), {
+        timeoutMs: 20_000,
+        intervalMs: 20,
+        what: "'first' to be stored",
+      });
       // Shutdown with no grace: the step is stopped and its lease released (its run is not finished).
       await first.drain({ graceMs: 0 });
     } finally {

@@ -10,6 +10,7 @@ import { ParallelAgent, SequentialAgent, type Engine } from '../../src/index.js'
 import { queryRows } from '../../src/store/db/database.js';
 import { gate, GatedLeaf } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
+import { waitFor } from '../support/wait-for.js';
 
 interface Row {
   path: string;
@@ -43,15 +44,15 @@ async function branches(engine: Engine, invocationId: string): Promise<Row[]> {
   );
 }
 
-/** Polls until `ready` holds for the branch rows (or 20 s pass), and returns the last rows read. */
-async function until(engine: Engine, invocationId: string, ready: (rows: Row[]) => boolean): Promise<Row[]> {
-  let rows: Row[] = [];
-  for (const deadline = Date.now() + 20_000; Date.now() < deadline;) {
-    rows = await branches(engine, invocationId);
-    if (ready(rows)) return rows;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return rows;
+/** The branch rows once `ready` holds for them (polled for up to 20 s). */
+function branchesWhen(engine: Engine, invocationId: string, ready: (rows: Row[]) => boolean): Promise<Row[]> {
+  return waitFor(
+    async () => {
+      const rows = await branches(engine, invocationId);
+      return ready(rows) ? rows : undefined;
+    },
+    { timeoutMs: 20_000, what: 'the branch rows' },
+  );
 }
 
 async function texts(engine: Engine, invocationId: string): Promise<string[]> {
@@ -72,7 +73,7 @@ describe.each(backends)('a fan-out claimed as it is created ($name)', (backend) 
     });
     try {
       const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
-      const rows = await until(
+      const rows = await branchesWhen(
         engine,
         run.invocationId,
         (r) => r.length === BRANCHES && r.every((b) => b.status === 'running'),
@@ -103,7 +104,7 @@ describe.each(backends)('a fan-out claimed as it is created ($name)', (backend) 
     });
     try {
       const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
-      const rows = await until(
+      const rows = await branchesWhen(
         engine,
         run.invocationId,
         (r) => r.length === BRANCHES && r.filter((b) => b.status === 'running').length === concurrency,

@@ -12,7 +12,7 @@ import { claimLeafTx, getNode, renewLease } from '../../src/store/repos/nodes.js
 import { getInvocation } from '../../src/store/repos/invocations.js';
 import { schema } from '../../src/store/index.js';
 import { loadArtifact } from '../../src/store/repos/tool-requests.js';
-import { call, scripted } from '../support/agents.js';
+import { call, gate, scripted } from '../support/agents.js';
 import { backends, engineOn } from '../support/engines.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -73,13 +73,6 @@ describe.each(backends)('fencing on $name', (backend) => {
   });
 });
 
-/** A promise with its resolve function: a gate a fault hook waits at, or a signal that it was reached. */
-function latch(): { promise: Promise<void>; open: () => void } {
-  let open!: () => void;
-  const promise = new Promise<void>((resolve) => (open = resolve));
-  return { promise, open };
-}
-
 /** A pino logger that keeps its records, to see what a step did. */
 function recordingLogger(records: Record<string, unknown>[]) {
   return pino({ level: 'debug' }, { write: (line: string) => records.push(JSON.parse(line)) });
@@ -99,10 +92,10 @@ describe('fencing across two engines on one PostgreSQL database', () => {
       });
     const agentA = agentFor('a');
     const agentB = agentFor('b');
-    const aPaused = latch();
-    const aResume = latch();
-    const bPaused = latch();
-    const bResume = latch();
+    const aPaused = gate();
+    const aResume = gate();
+    const bPaused = gate();
+    const bResume = gate();
     const logsA: Record<string, unknown>[] = [];
     const common = { queue: 'local' as const, reconcileIntervalMs: 0, database: url };
     // Leases so long that no renewal timer (every leaseMs / 3) runs during the test: A stands for a process frozen

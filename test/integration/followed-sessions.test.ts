@@ -18,6 +18,7 @@ import {
 import { queryRows } from '../../src/store/db/database.js';
 import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
 import { backends, engineOn } from '../support/engines.js';
+import { waitFor } from '../support/wait-for.js';
 
 class Say extends BaseAgent {
   protected override async *runImpl(ctx: InvocationContext): AsyncGenerator<Event, void, undefined> {
@@ -128,7 +129,10 @@ describe.each(backends)('event NOTIFYs only for followed sessions ($name)', (bac
         for await (const e of engine.events(run.invocationId, { follow: true })) seen.push(e);
       })();
       // The follower has registered and read the user event; it now waits for a notice.
-      await until(() => seen.length === 1);
+      await waitFor(() => seen.length === 1, {
+        timeoutMs: 20_000,
+        what: 'the follower to read the user event',
+      });
       expect(await followed()).toBe(true);
       release();
       await follow;
@@ -146,11 +150,3 @@ describe.each(backends)('event NOTIFYs only for followed sessions ($name)', (bac
     }
   });
 });
-
-async function until(ok: () => boolean): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!ok()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

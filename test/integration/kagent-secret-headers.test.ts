@@ -1,5 +1,5 @@
 /**
- * Issue 37, acceptance 2: a kagent folder whose RemoteMCPServer gets its `Authorization` header from `headersFrom`
+ * Secrets in MCP headers: a kagent folder whose RemoteMCPServer gets its `Authorization` header from `headersFrom`
  * (a Secret's key, read from the environment variable of that name). A real MCP server (test/fixtures/mcp-server.ts
  * over Streamable HTTP, a child process) answers only requests carrying exactly that header; the run's tool call
  * reaches it; the secret appears in no stored row, API answer or log line (the auth tests' secret scan). Without the
@@ -14,6 +14,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { createEngine, ScriptedModel, type Engine } from '../../src/index.js';
+import { apiClient } from '../support/http-client.js';
 import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
 import { createTestDatabase } from '../support/services.js';
 import { waitFor } from '../support/wait-for.js';
@@ -130,24 +131,16 @@ describe('a kagent RemoteMCPServer with its Authorization header from headersFro
     });
     api = await createApiServer({ engine, processMetrics: false, logger: pino({ level: 'trace' }, stream) });
     const base = await api.listen({ port: 0, host: '127.0.0.1' });
-    const http = async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
-      const response = await fetch(`${base}${path}`, {
-        method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await response.text();
-      answers.push(text);
-      expect(response.ok, `${method} ${path}: ${text}`).toBe(true);
-      return JSON.parse(text) as Record<string, unknown>;
-    };
+    const http = apiClient({ base, requireOk: true, onAnswer: (text) => answers.push(text) });
 
-    const { invocationId } = await http('POST', '/v1/apps/echoer/invocations', {
-      userId: 'ann',
-      input: 'hi',
-    });
+    const { invocationId } = (
+      await http('POST', '/v1/apps/echoer/invocations', {
+        userId: 'ann',
+        input: 'hi',
+      })
+    ).body;
     await engine.wait(invocationId as string, { timeoutMs: 60_000 });
-    const run = await http('GET', `/v1/invocations/${String(invocationId)}`);
+    const run = (await http('GET', `/v1/invocations/${String(invocationId)}`)).body;
     expect(run.status).toBe('completed');
     expect(run.output).toBe(
       'the server said: {"content":[{"type":"text","text":"echo: hello"}],"isError":false}',

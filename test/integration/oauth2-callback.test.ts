@@ -1,6 +1,6 @@
 /**
  * The OAuth2 redirect target (`GET /v1/auth/callback`) given what a provider — or a user's browser — may send it
- * instead of one state and one code (issue 28): no code, an empty one, a code or a state twice, the provider's
+ * instead of one state and one code: no code, an empty one, a code or a state twice, the provider's
  * `error` with and without `error_description`, another issuer (`iss`), the state of another app's call with this
  * app's code, and a token endpoint that cannot be reached. Each answers a page saying what is wrong (400; 502 for
  * the unreachable provider), never a 500; nothing is redeemed or stored, the call keeps waiting, and its
@@ -9,7 +9,6 @@
  * (examples/oauth2/fake-provider.ts).
  */
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,9 +17,10 @@ import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createEngine, FunctionTool, type Engine, type ToolAuth } from '../../src/index.js';
 import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
 import { call, scripted } from '../support/agents.js';
+import { apiClient, type Json } from '../support/http-client.js';
+import { freePort } from '../support/local-services.js';
 import { createTestDatabase } from '../support/services.js';
 
-type Json = Record<string, unknown>;
 const provider = new FakeOAuthServer();
 const calendarClient = provider.addClient('calendar-app');
 const mailClient = provider.addClient('mail-app');
@@ -29,14 +29,6 @@ let api: ApiApp;
 let base: string;
 /** The API's log (the callback route logs at warn whatever the level: refusals say why there). */
 const logLines: string[] = [];
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** An authorization-code config for a client of the provider (`tokenUrl`: the provider's, unless given). */
 function codeAuth(client: { id: string; secret: string }, key: string, tokenUrl?: string): ToolAuth {
@@ -98,28 +90,14 @@ afterAll(async () => {
   await provider.stop();
 });
 
-async function http(method: string, path: string, body?: unknown) {
-  const response = await fetch(path.startsWith('http') ? path : `${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  const type = response.headers.get('content-type') ?? '';
-  return {
-    status: response.status,
-    type,
-    text,
-    json: type.includes('json') ? (JSON.parse(text) as Json) : {},
-  };
-}
+const http = apiClient({ base: () => base });
 
 /** Starts a run of `app` and waits for its pause: the pending auth call, its authorization URL and state. */
 async function pausedForAuth(app: string, userId: string) {
-  const { json } = await http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });
-  const id = json.invocationId as string;
+  const { body } = await http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });
+  const id = body.invocationId as string;
   await engine.wait(id, { timeoutMs: 60_000 });
-  const view = (await http('GET', `/v1/invocations/${id}`)).json;
+  const view = (await http('GET', `/v1/invocations/${id}`)).body;
   expect(view.status).toBe('paused');
   const [pending] = view.pending as { callId: string; kind: string; auth: { authorizationUrl: string } }[];
   expect(pending?.kind).toBe('auth');
@@ -147,8 +125,8 @@ async function expectStillWaiting(run: { id: string; callId: string }): Promise<
   const view = await engine.get(run.id);
   expect(view.status).toBe('paused');
   expect(view.pending.map((p) => p.callId)).toEqual([run.callId]);
-  const { json } = await http('GET', `/v1/invocations/${run.id}/requests`);
-  expect((json.requests as Json[]).map((r) => r.status)).toEqual(['pending']);
+  const { body } = await http('GET', `/v1/invocations/${run.id}/requests`);
+  expect((body.requests as Json[]).map((r) => r.status)).toEqual(['pending']);
 }
 
 describe('a malformed redirect to the callback', () => {
@@ -198,7 +176,7 @@ describe('a malformed redirect to the callback', () => {
         ],
       });
       expect({ query, status: pasted.status }).toEqual({ query, status: 400 });
-      expect(pasted.json.error, query).toMatchObject({
+      expect(pasted.body.error, query).toMatchObject({
         code: 'VALIDATION',
         message: expect.stringMatching(says),
         details: { field: 'response.authResponseUri' },

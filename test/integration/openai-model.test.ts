@@ -1,199 +1,141 @@
 /**
  * OpenAIModel through the official `openai` SDK against a local server speaking OpenAI's Chat Completions wire
- * format (test/support/openai-wire.ts). The server records each request, so the tests assert what the SDK sent
- * as well as what the adapter made of the answers. Also: Azure OpenAI's deployment URL and `api-key` header,
- * and an Ollama-style base URL built by createModelForId.
+ * format (test/support/openai-wire.ts): the provider conformance suite, then what is OpenAI's own (Ollama's
+ * index-less tool-call deltas, finish reasons, setting names, json_schema output, retry-after-ms). The server
+ * records each request, so the tests assert what the SDK sent as well as what the adapter made of the answers.
+ * Also: Azure OpenAI's deployment URL and `api-key` header, and an Ollama-style base URL built by
+ * createModelForId.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Content } from '../../src/core/content.js';
+import { describe, expect, it } from 'vitest';
 import { createModelForId, OpenAIModel, type OpenAIModelOptions } from '../../src/models/index.js';
 import {
   chatCompletion,
   chatCompletionStream,
   openaiError,
   startOpenAIWire,
-  type ScriptedWireServer,
 } from '../support/openai-wire.js';
-import { waitFor } from '../support/wait-for.js';
-import { failure, modelRequest, NOW_TOOL, textOf, WEATHER_TOOL } from '../support/model-calls.js';
+import { failure, modelRequest, textOf, WEATHER_TOOL } from '../support/model-calls.js';
+import {
+  describeProviderConformance,
+  useWireServer,
+  type ConformanceAdapter,
+} from '../support/provider-conformance.js';
 
 const KEY = 'sk-test-5f3c9a1e7b2d4c6a8e0f';
 
-let server: ScriptedWireServer;
-
-beforeAll(async () => {
-  server = await startOpenAIWire();
-});
-afterAll(async () => {
-  await server.close();
-});
-beforeEach(() => {
-  server.reset();
-});
-
-function openai(options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
+/** An OpenAIModel against the scripted server at `url`, backing off 1–50 ms unless `options` say otherwise. */
+function openaiAt(url: string, options: Partial<OpenAIModelOptions> = {}): OpenAIModel {
   return new OpenAIModel({
     model: 'gpt-test',
     apiKey: KEY,
-    baseURL: `${server.url}/v1`,
+    baseURL: `${url}/v1`,
     initialBackoffMs: 1,
     maxBackoffMs: 50,
     ...options,
   });
 }
 
-describe('OpenAIModel over a local Chat Completions server', () => {
-  it('runs a two-turn tool call: tools as JSON Schema out, the call id kept, the tool result sent back by id', async () => {
-    const model = openai();
-    server.reply(
-      chatCompletion({ toolCalls: [{ id: 'call_abc', name: 'get_weather', args: { city: 'Paris' } }] }),
-    );
-    const ask: Content = { role: 'user', parts: [{ text: 'Weather in Paris?' }] };
-    const first = await model.generate(
-      modelRequest({ systemInstruction: 'You are terse.', contents: [ask], tools: [WEATHER_TOOL, NOW_TOOL] }),
-    );
-    expect(first.content).toEqual({
-      role: 'model',
-      parts: [{ functionCall: { id: 'call_abc', name: 'get_weather', args: { city: 'Paris' } } }],
-    });
-    expect(first.finishReason).toBe('STOP');
-    const sent = server.requests[0];
-    expect(sent?.method).toBe('POST');
-    expect(sent?.path).toBe('/v1/chat/completions');
-    expect(sent?.headers.authorization).toBe(`Bearer ${KEY}`);
-    expect(sent?.body).toMatchObject({
-      model: 'gpt-test',
-      messages: [
-        { role: 'system', content: 'You are terse.' },
-        { role: 'user', content: 'Weather in Paris?' },
-      ],
-      tools: [
-        {
-          type: 'function',
-          function: {
-            name: 'get_weather',
-            description: 'Weather of a city',
-            parameters: WEATHER_TOOL.parameters,
-          },
-        },
-        {
-          type: 'function',
-          function: {
-            name: 'now',
-            description: 'The current time',
-            parameters: { type: 'object', properties: {} },
-          },
-        },
-      ],
-    });
-    expect(sent?.body.stream).toBeFalsy();
+/** OpenAI's error type and code for a status, as its API sends them. */
+function errorKind(status: number): { type: string; code?: string } {
+  if (status === 429) return { type: 'requests', code: 'rate_limit_exceeded' };
+  if (status === 401) return { type: 'invalid_request_error', code: 'invalid_api_key' };
+  if (status >= 500) return { type: 'server_error' };
+  return { type: 'invalid_request_error', code: 'invalid_value' };
+}
 
-    server.reply(chatCompletion({ text: 'Sunny in Paris.' }));
-    const result = {
-      role: 'user' as const,
-      parts: [{ functionResponse: { id: 'call_abc', name: 'get_weather', response: { forecast: 'sunny' } } }],
-    };
-    const second = await model.generate(
-      modelRequest({ tools: [WEATHER_TOOL], contents: [ask, first.content, result] }),
-    );
-    expect(textOf(second.content)).toBe('Sunny in Paris.');
-    expect(server.requests[1]?.body.messages).toEqual([
-      { role: 'user', content: 'Weather in Paris?' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
+const conformance: ConformanceAdapter = {
+  provider: 'OpenAI',
+  modelId: 'gpt-test',
+  key: KEY,
+  startWire: startOpenAIWire,
+  model: (url, retry) => openaiAt(url, retry),
+  keySent: (request) => request.headers.authorization?.replace(/^Bearer /, ''),
+  callPath: '/v1/chat/completions',
+  reply: {
+    answer: ({ text, calls }) =>
+      chatCompletion({ ...(text === undefined ? {} : { text }), toolCalls: calls }),
+    stream: ({ text, calls }) =>
+      chatCompletionStream({ text, toolCalls: calls, usage: { prompt: 40, completion: 12, cached: 32 } }),
+    cutStream: (text, call) =>
+      chatCompletionStream({ text: [text], toolCalls: [{ ...call, argChunks: ['{"a'] }], cut: true }),
+    error: (status, message, headers) =>
+      openaiError(status, message, { ...errorKind(status), ...(headers ? { headers } : {}) }),
+  },
+  streamUsage: { promptTokens: 40, outputTokens: 12, totalTokens: 52, cachedTokens: 32 },
+  expectSent: {
+    toolRound(first, second) {
+      expect(first.headers.authorization).toBe(`Bearer ${KEY}`);
+      expect(first.body).toMatchObject({
+        model: 'gpt-test',
+        messages: [
+          { role: 'system', content: 'You are terse.' },
+          { role: 'user', content: 'Weather in Paris?' },
+        ],
+        tools: [
           {
-            id: 'call_abc',
             type: 'function',
-            function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-          },
-        ],
-      },
-      { role: 'tool', tool_call_id: 'call_abc', content: '{"forecast":"sunny"}' },
-    ]);
-  });
-
-  it('returns two calls of one turn with their ids and sends both results back as tool messages, in order', async () => {
-    server.reply(
-      chatCompletion({
-        text: 'Checking both.',
-        toolCalls: [
-          { id: 'call_1', name: 'get_weather', args: { city: 'Paris' } },
-          { id: 'call_2', name: 'get_weather', args: { city: 'Oslo' } },
-        ],
-      }),
-    );
-    const model = openai();
-    const first = await model.generate(modelRequest({ tools: [WEATHER_TOOL] }));
-    expect(first.content.parts).toEqual([
-      { text: 'Checking both.' },
-      { functionCall: { id: 'call_1', name: 'get_weather', args: { city: 'Paris' } } },
-      { functionCall: { id: 'call_2', name: 'get_weather', args: { city: 'Oslo' } } },
-    ]);
-
-    server.reply(chatCompletion({ text: 'Paris sunny, Oslo snowy.' }));
-    await model.generate(
-      modelRequest({
-        tools: [WEATHER_TOOL],
-        contents: [
-          { role: 'user', parts: [{ text: 'Paris and Oslo?' }] },
-          first.content,
-          // ADK may store the two results as one content or as two: both become two tool messages.
-          {
-            role: 'user',
-            parts: [{ functionResponse: { id: 'call_1', name: 'get_weather', response: { w: 'sunny' } } }],
+            function: {
+              name: 'get_weather',
+              description: 'Weather of a city',
+              parameters: WEATHER_TOOL.parameters,
+            },
           },
           {
-            role: 'user',
-            parts: [{ functionResponse: { id: 'call_2', name: 'get_weather', response: { w: 'snowy' } } }],
+            type: 'function',
+            function: {
+              name: 'now',
+              description: 'The current time',
+              parameters: { type: 'object', properties: {} },
+            },
           },
         ],
-      }),
-    );
-    const messages = server.requests[1]?.body.messages as Record<string, unknown>[];
-    expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool']);
-    expect(messages[1]).toMatchObject({
-      content: 'Checking both.',
-      tool_calls: [{ id: 'call_1' }, { id: 'call_2' }],
-    });
-    expect(messages.slice(2)).toEqual([
-      { role: 'tool', tool_call_id: 'call_1', content: '{"w":"sunny"}' },
-      { role: 'tool', tool_call_id: 'call_2', content: '{"w":"snowy"}' },
-    ]);
-  });
+      });
+      expect(first.body.stream).toBeFalsy();
+      expect(second.body.messages).toEqual([
+        { role: 'user', content: 'Weather in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: 'call_abc',
+              type: 'function',
+              function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
+            },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_abc', content: '{"forecast":"sunny"}' },
+      ]);
+    },
+    twoResults(sent) {
+      // Each result is a tool message of its own, whichever way ADK stored them.
+      const messages = sent.body.messages as Record<string, unknown>[];
+      expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'tool', 'user']);
+      expect(messages[1]).toMatchObject({
+        content: 'Checking both.',
+        tool_calls: [{ id: 'call_1' }, { id: 'call_2' }],
+      });
+      expect(messages.slice(2)).toEqual([
+        { role: 'tool', tool_call_id: 'call_1', content: '{"w":"sunny"}' },
+        { role: 'tool', tool_call_id: 'call_2', content: '{"w":"snowy"}' },
+        { role: 'user', content: 'Be brief.' },
+      ]);
+    },
+    stream(sent, callPartials) {
+      expect(sent.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
+      // The calls are whole only at the finish reason: one partial carries them all.
+      expect(callPartials).toHaveLength(1);
+    },
+  },
+};
 
-  it('streams text deltas as partials in order and surfaces a tool call only once its split arguments are whole', async () => {
-    server.reply(
-      chatCompletionStream({
-        text: ['Let me ', 'check ', 'that.'],
-        toolCalls: [
-          { id: 'call_s1', name: 'get_weather', argChunks: ['{"ci', 'ty": "Pa', 'ris"}'] },
-          { id: 'call_s2', name: 'now', argChunks: [] },
-        ],
-        usage: { prompt: 40, completion: 12, cached: 32 },
-      }),
-    );
-    const partials: Content[] = [];
-    const res = await openai().generate(modelRequest({ tools: [WEATHER_TOOL, NOW_TOOL] }), {
-      onPartial: (p) => partials.push(p),
-    });
-    expect(server.requests[0]?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
-    const texts = partials.filter((p) => p.parts.some((part) => part.text !== undefined));
-    expect(texts.map(textOf)).toEqual(['Let me ', 'check ', 'that.']);
-    const withCalls = partials.filter((p) => p.parts.some((part) => part.functionCall));
-    expect(withCalls).toHaveLength(1);
-    expect(partials.indexOf(withCalls[0] as Content)).toBe(partials.length - 1);
-    expect(res.content.parts).toEqual([
-      { text: 'Let me check that.' },
-      { functionCall: { id: 'call_s1', name: 'get_weather', args: { city: 'Paris' } } },
-      { functionCall: { id: 'call_s2', name: 'now', args: {} } },
-    ]);
-    expect(withCalls[0]?.parts).toEqual(res.content.parts.slice(1));
-    expect(res.finishReason).toBe('STOP');
-    expect(res.usage).toEqual({ promptTokens: 40, outputTokens: 12, totalTokens: 52, cachedTokens: 32 });
-  });
+describeProviderConformance(conformance);
 
+const server = useWireServer(startOpenAIWire);
+
+const openai = (options: Partial<OpenAIModelOptions> = {}): OpenAIModel => openaiAt(server.url, options);
+
+describe('OpenAIModel over a local Chat Completions server', () => {
   it('assembles streamed tool calls whose deltas carry no index (older Ollama)', async () => {
     server.reply(
       chatCompletionStream({
@@ -273,22 +215,6 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     expect(body?.tools).toBeUndefined();
   });
 
-  it('retries a 429 after its retry-after seconds, then returns the answer', async () => {
-    server.reply(
-      openaiError(429, 'Rate limit reached', {
-        type: 'requests',
-        code: 'rate_limit_exceeded',
-        headers: { 'retry-after': '1' },
-      }),
-      chatCompletion({ text: 'after waiting' }),
-    );
-    const started = Date.now();
-    const res = await openai({ maxBackoffMs: 5000 }).generate(modelRequest());
-    expect(textOf(res.content)).toBe('after waiting');
-    expect(server.count).toBe(2);
-    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-  });
-
   it('honours retry-after-ms over retry-after on a 503', async () => {
     server.reply(
       openaiError(503, 'overloaded', {
@@ -302,74 +228,6 @@ describe('OpenAIModel over a local Chat Completions server', () => {
     const elapsed = Date.now() - started;
     expect(elapsed).toBeGreaterThanOrEqual(225);
     expect(elapsed).toBeLessThan(10_000);
-  });
-
-  it('retries a dropped connection and a stream cut before its finish reason', async () => {
-    server.reply({ kind: 'drop' }, chatCompletion({ text: 'reconnected' }));
-    expect(textOf((await openai().generate(modelRequest())).content)).toBe('reconnected');
-    server.reset();
-    server.reply(
-      chatCompletionStream({ text: ['half'], cut: true }),
-      chatCompletionStream({ text: ['whole'] }),
-    );
-    const res = await openai().generate(modelRequest(), { onPartial: () => undefined });
-    expect(textOf(res.content)).toBe('whole');
-    expect(server.count).toBe(2);
-  });
-
-  it('gives up after maxAttempts on 500 with a retryable MODEL_ERROR (the SDK does not retry too)', async () => {
-    for (let i = 0; i < 5; i++)
-      server.reply(openaiError(500, 'The server had an error', { type: 'server_error' }));
-    const err = await failure(openai({ maxAttempts: 3 }).generate(modelRequest()));
-    expect(err.code).toBe('MODEL_ERROR');
-    expect(err.retryable).toBe(true);
-    expect(err.details).toEqual({ status: 500, model: 'gpt-test' });
-    expect(server.count).toBe(3);
-  });
-
-  it('fails a 400 at once with a clear error naming provider, model and the provider’s message, never the key', async () => {
-    server.reply(
-      openaiError(400, "Invalid value for 'temperature': must be <= 2.", { code: 'invalid_value' }),
-    );
-    const err = await failure(openai().generate(modelRequest({ generateContentConfig: { temperature: 9 } })));
-    expect(err.code).toBe('MODEL_ERROR');
-    expect(err.retryable).toBe(false);
-    expect(err.message).toContain('OpenAI');
-    expect(err.message).toContain("'gpt-test'");
-    expect(err.message).toContain('400');
-    expect(err.message).toContain("Invalid value for 'temperature'");
-    expect(err.details).toMatchObject({ status: 400 });
-    expect(JSON.stringify({ message: err.message, details: err.details, json: err.toJSON() })).not.toContain(
-      KEY,
-    );
-    expect(server.count).toBe(1);
-  });
-
-  it('redacts the key when the provider’s 401 message echoes it', async () => {
-    server.reply(openaiError(401, `Incorrect API key provided: ${KEY}.`, { code: 'invalid_api_key' }));
-    const err = await failure(openai().generate(modelRequest()));
-    expect(err.retryable).toBe(false);
-    expect(err.message).toContain('401');
-    expect(err.message).toContain('[redacted]');
-    expect(`${err.message} ${JSON.stringify(err.details)} ${(err.cause as Error).message}`).not.toContain(
-      KEY,
-    );
-    expect(server.count).toBe(1);
-  });
-
-  it('cancels: the signal aborts the HTTP request in flight (the server sees the socket close) → CANCELLED', async () => {
-    server.reply({ kind: 'hang' });
-    const controller = new AbortController();
-    const pending = openai().generate(modelRequest({ signal: controller.signal }), {
-      onPartial: () => undefined,
-    });
-    await waitFor(() => server.count === 1, { what: 'the request to arrive' });
-    controller.abort();
-    const err = await failure(pending);
-    expect(err.code).toBe('CANCELLED');
-    await waitFor(() => server.requests[0]?.closedBeforeAnswer, {
-      what: 'the server to see the socket close',
-    });
   });
 
   it('fails a malformed tool-call argument string with MODEL_ERROR, without retrying', async () => {

@@ -1,5 +1,5 @@
 /**
- * The auth gate (issue 21, first part: API-key and HTTP bearer tools) through the HTTP API on PostgreSQL: a call
+ * The auth gate for API-key and HTTP bearer tools, through the HTTP API on PostgreSQL: a call
  * pauses with kind `auth` and an ADK-shaped `adk_request_credential` event without secrets; the user's answer
  * (ADK's function response with `exchangedAuthCredential`) goes to the encrypted credentials table; the tool sees
  * the credential and runs once; a later run of the same user reuses it without a pause, another user pauses for
@@ -13,6 +13,7 @@ import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
 import { call, scripted } from '../support/agents.js';
+import { apiClient, type Json } from '../support/http-client.js';
 import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
 import { createTestDatabase } from '../support/services.js';
 
@@ -22,7 +23,6 @@ const TOKEN = `planted-bearer-${randomBytes(8).toString('hex')}`;
 const SECRETS = [API_KEY, OTHER_KEY, TOKEN];
 const SECRET_KEY = randomBytes(32).toString('base64');
 
-type Json = Record<string, unknown>;
 let engine: Engine;
 let api: ApiApp;
 let base: string;
@@ -82,17 +82,7 @@ afterAll(async () => {
   await engine?.close();
 });
 
-async function http(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  answers.push(text);
-  const json = response.headers.get('content-type')?.includes('application/json');
-  return { status: response.status, body: json && text ? (JSON.parse(text) as Json) : {} };
-}
+const http = apiClient({ base: () => base, onAnswer: (text) => answers.push(text) });
 
 async function start(app: string, userId: string): Promise<string> {
   const { body } = await http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });

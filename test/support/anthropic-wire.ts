@@ -4,23 +4,14 @@
  * / message_delta / message_stop (with a `ping`), and Anthropic's error body. Point an AnthropicModel at it with
  * `baseURL: server.url` (ANTHROPIC_BASE_URL=server.url).
  */
-import {
-  startWireServer,
-  type ScriptedWireServer,
-  type SseEvent,
-  type WireReply,
-  type WireServerOptions,
-} from './wire-server.js';
+import { wireFlavour, type SseEvent, type WireReply } from './wire-server.js';
 
 export type { RecordedRequest, ScriptedWireServer, WireReply } from './wire-server.js';
 
 /** Starts an Anthropic-flavoured scripted server; with nothing queued it answers a 400 "no reply queued". */
-export function startAnthropicWire(options: WireServerOptions = {}): Promise<ScriptedWireServer> {
-  return startWireServer({
-    ...options,
-    noReply: () => anthropicError(400, 'invalid_request_error', 'wire server: no reply queued'),
-  });
-}
+export const startAnthropicWire = wireFlavour(() =>
+  anthropicError(400, 'invalid_request_error', 'wire server: no reply queued'),
+);
 
 /** A content block of a scripted answer. */
 export type ScriptedBlock =

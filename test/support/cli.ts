@@ -4,7 +4,6 @@
  * (`dev`, `api`) with its output for assertions, and is SIGKILLed after the file if a test left it running.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
 import { waitFor } from './wait-for.js';
@@ -13,13 +12,7 @@ export const REPO = resolve(import.meta.dirname, '../..');
 export const CLI = join(REPO, 'bin/agentloom.js');
 
 /** A free TCP port on loopback (released just before the server binds it). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const { port } = server.address() as { port: number };
-  await new Promise((done) => server.close(done));
-  return port;
-}
+export { freePort } from './local-services.js';
 
 /** Variables of the test process that would change what a spawned CLI does; removed unless a test sets them. */
 const INHERITED = [

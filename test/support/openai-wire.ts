@@ -4,23 +4,14 @@
  * OpenAI's error body. Point an OpenAIModel at it with `baseURL: `${server.url}/v1`` (Azure: `endpoint:
  * server.url`; Ollama: OLLAMA_HOST=server.url).
  */
-import {
-  startWireServer,
-  type ScriptedWireServer,
-  type SseEvent,
-  type WireReply,
-  type WireServerOptions,
-} from './wire-server.js';
+import { wireFlavour, type SseEvent, type WireReply } from './wire-server.js';
 
 export type { RecordedRequest, ScriptedWireServer, WireReply } from './wire-server.js';
 
 /** Starts an OpenAI-flavoured scripted server; with nothing queued it answers a 400 "no reply queued". */
-export function startOpenAIWire(options: WireServerOptions = {}): Promise<ScriptedWireServer> {
-  return startWireServer({
-    ...options,
-    noReply: () => openaiError(400, 'wire server: no reply queued', { type: 'invalid_request_error' }),
-  });
-}
+export const startOpenAIWire = wireFlavour(() =>
+  openaiError(400, 'wire server: no reply queued', { type: 'invalid_request_error' }),
+);
 
 /** A tool call the scripted model makes; `args` as an object (sent JSON-encoded) or as the raw string. */
 export interface ScriptedToolCall {

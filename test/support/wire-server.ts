@@ -3,7 +3,7 @@
  * server-sent events, a dropped connection, or no answer at all), records every request (path, query, headers,
  * parsed JSON body) and whether the client went away before it was answered (a cancelled call).
  *
- * The provider flavours (openai-wire.ts, anthropic-wire.ts) add reply builders in each wire format. They serve
+ * The provider flavours (openai-wire.ts, anthropic-wire.ts, gemini-wire.ts) add reply builders in each wire format. They serve
  * in-process tests and, started in the test process, real engine processes (`agentloom dev`, SIGKILL tests)
  * pointed at `url` by their base-URL settings; `fallback` answers when the queue is empty.
  */
@@ -128,6 +128,16 @@ export async function startWireServer(
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The start function of a provider flavour: {@link startWireServer} answering `noReply` (the provider's "no reply
+ * queued" error, in its wire format) when the queue is empty and the caller gives no fallback.
+ */
+export function wireFlavour(
+  noReply: (request: RecordedRequest) => WireReply,
+): (options?: WireServerOptions) => Promise<ScriptedWireServer> {
+  return (options = {}) => startWireServer({ ...options, noReply });
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -66,6 +66,8 @@ export class Gemini implements Model {
   readonly #model: string;
   readonly #baseFetch: Fetch | undefined;
   readonly #policy: RetryPolicy;
+  /** The API key, redacted from errors: a 401's message may echo it. */
+  readonly #secrets: readonly string[];
 
   /** @throws AgentloomError `CONFIG` when neither `apiKey` nor `vertexai` is given. */
   constructor(options: GeminiOptions) {
@@ -80,6 +82,7 @@ export class Gemini implements Model {
     this.name = options.model;
     this.#model = options.model;
     this.#policy = resolveRetryPolicy(options);
+    this.#secrets = options.apiKey ? [options.apiKey] : [];
     // The SDK retries only when retryOptions is set: dropping it keeps this adapter the single retry owner.
     const { retryOptions: _ignored, ...httpOptions } = options.httpOptions ?? {};
     this.#baseFetch = httpOptions.fetch;
@@ -107,6 +110,7 @@ export class Gemini implements Model {
       signal: request.signal,
       sendLeased: options?.sendLeased,
       onRateLimited: options?.onRateLimited,
+      secrets: this.#secrets,
       attempt: async () => {
         hint = {};
         const params = this.#params(request, model, hint);
