@@ -1,6 +1,6 @@
 /**
  * Bundles the compiled CLI (dist/src/cli/main.js) into dist/cli/ for the commands that start often: the client
- * commands, `migrate`, `prune` and help (issue 33). A client command otherwise resolves and evaluates ~130 ES
+ * commands, `migrate`, `prune` and help. A client command otherwise resolves and evaluates ~130 ES
  * modules (zod's ~95 of them) before it sends its one request; one bundle with zod, commander and
  * eventsource-parser inside halves that start. Code splitting keeps each command's code in its own chunk, loaded
  * by the command's dynamic import, so a client command never loads the server side; every other package stays an

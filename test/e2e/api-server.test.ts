@@ -5,12 +5,12 @@
  *   confirmed, followed again with Last-Event-ID until it completes (every event exactly once) — while the API
  *   process itself runs no step;
  * - the example app's flow of `agentloom dev` (live SSE with branch labels, a disconnect and a Last-Event-ID
- *   reconnect, the pause confirmed on a stream that stays open, completion; issue 9, acceptance 2);
- * - every client command of the CLI against it, with exit codes (acceptance 5, the api + worker half; the `dev`
+ *   reconnect, the pause confirmed on a stream that stays open, completion);
+ * - every client command of the CLI against it, with exit codes (the api + worker half; the `dev`
  *   half is in dev-server.test.ts), and a wrong key refused with one plain line;
  * - a 24 MiB POST to every route that takes a body answered 413 in the error shape to Node's http client and to
  *   fetch (both stream the body: the API reads and drops the rest instead of closing under them), nothing
- *   written, the API healthy after (issue 18).
+ *   written, the API healthy after.
  *
  * SIGTERM stops the API with exit code 0. Leases are long (30 s): nothing here is killed, and a busy machine must
  * not make a step look abandoned.

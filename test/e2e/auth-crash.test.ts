@@ -1,5 +1,5 @@
 /**
- * The auth gate across crashes (issue 21): a real engine + API process (test/fixtures/oauth2-api-process.ts) on
+ * The auth gate across crashes: a real engine + API process (test/fixtures/oauth2-api-process.ts) on
  * PostgreSQL, SIGKILLed at a fault point while it completes an OAuth2 consent, against the local provider of
  * test/fixtures/oauth2-server.ts (codes single use):
  *

@@ -1,5 +1,5 @@
 /**
- * The client commands start fast (issue 33): they speak HTTP only, so they must load no server, database, queue or
+ * The client commands start fast: they speak HTTP only, so they must load no server, database, queue or
  * model module. Each is run as a user would (bin/agentloom.js: the build when it is current, else the sources) with
  * a loader hook that records every module the process resolves, against an API that is not there. A chunk of the
  * CLI bundle (dist/cli/, scripts/bundle-cli.ts) stands for the sources esbuild put in it (its meta.json).

@@ -1,5 +1,5 @@
 /**
- * Issue 37, acceptance 3: `agentloom validate` as a user runs it, on files whose secrets are wrong — one written in
+ * Secrets checked by `agentloom validate` as a user runs it, on files whose secrets are wrong — one written in
  * clear, one read from a variable the environment lacks, one whose `valueFrom` has the wrong shape, and a kagent
  * folder with the same mistakes in `headersFrom` — each a line `file:line:col: path: message` naming the fix, exit 1.
  * `--no-env` turns a missing variable (only) into a warning; a process serving the file refuses to start, naming it.

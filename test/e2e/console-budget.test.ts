@@ -1,5 +1,5 @@
 /**
- * A budget pause answered in the web console (issue 35), in a real headless Chromium on `agentloom dev`: the inbox
+ * A budget pause answered in the web console, in a real headless Chromium on `agentloom dev`: the inbox
  * shows what the run spent of which limit; a bad raise is refused before anything is sent; Raise budget resumes
  * the run where it paused (it pauses again at the raised limit), Stop run cancels it.
  */

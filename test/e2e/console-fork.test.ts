@@ -1,5 +1,5 @@
 /**
- * The console's fork and diff (issue 36, acceptance 3) in a real headless Chromium against a real API server: on
+ * The console's fork and diff in a real headless Chromium against a real API server: on
  * the page of a completed run, "Fork from here" on a loop iteration's node, a state patch and a new instruction in
  * the form, the new run opens and completes; "Diff with the original" shows both runs aligned by node path with the
  * first divergence marked. Checked through the engine after; no error in the browser throughout.

@@ -1,5 +1,5 @@
 /**
- * The web console (issue 19) in a real headless Chromium (Debian's `chromium`, driven by playwright-core), against
+ * The web console in a real headless Chromium (Debian's `chromium`, driven by playwright-core), against
  * `agentloom dev` on PGlite from a clean data directory, and against `agentloom api` + one `agentloom worker` on
  * PostgreSQL and Redis — the same scenarios (test/support/console-scenarios.ts), the same files served:
  *
@@ -10,7 +10,7 @@
  *   audit trail says who approved;
  * - reject, a long-running call's JSON answer (bad JSON refused before sending), an answer someone gave first
  *   (409, with who), cancel and retry — each checked through the API after;
- * - a tool's credential (issue 21): the key typed in a password field completes the run, and is found neither in
+ * - a tool's credential: the key typed in a password field completes the run, and is found neither in
  *   the page's HTML nor in what the API returns of the run;
  * - no uncaught error and no console error in the browser throughout;
  * - the first load (page, script, stylesheet, compressed) under 300 KB.

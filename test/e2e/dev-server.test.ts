@@ -3,10 +3,10 @@
  *
  * - without `--apps` it serves the example app on loopback only: a run of it driven only through HTTP — SSE with
  *   branch labels, a disconnect and a Last-Event-ID reconnect, the pause for confirmation answered on a stream that
- *   stays open, completion — receives every event exactly once (issue 9, acceptance 1); `status` and `events` show
+ *   stays open, completion — receives every event exactly once; `status` and `events` show
  *   it through the API;
  * - with `--apps` (a TS module) every client command of the CLI is run against it with its exit code asserted
- *   (acceptance 5, the `dev` half; the api + worker half is in api-server.test.ts).
+ *   (the `dev` half; the api + worker half is in api-server.test.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,10 +1,10 @@
 /**
- * examples/kagent's MCP tools through `agentloom dev` (issue 20, acceptance 3): `dev --apps <the example> --registry
+ * examples/kagent's MCP tools through `agentloom dev`: `dev --apps <the example> --registry
  * examples/kagent/scripted-models.ts` (a scripted model under the manifests' modelConfig name) runs the pipeline;
  * the writer's `save_note` on the kmcp MCPServer `notes` (stdio, a child process of dev) waits for a human's
  * approval, given through the HTTP API; the reviewer's `search_notes` on the RemoteMCPServer `notes-http`
  * (Streamable HTTP, another process with its own notebook) answers; the run completes with the refactorer's answer.
- * The same pipeline over A2A at kagent's path (issue 31): the manifests' namespace in the path, the approval asked as
+ * The same pipeline over A2A at kagent's path: the manifests' namespace in the path, the approval asked as
  * `input-required` and given by a DataPart on the same task.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Reference 001's four examples on each provider of a kagent ModelConfig (issue 30, acceptance 3). For OpenAI,
+ * Reference 001's four examples on each provider of a kagent ModelConfig. For OpenAI,
  * Anthropic, Ollama and AzureOpenAI, each example of test/fixtures/kagent-reference/ (sequential, parallel, loop,
  * nested) is copied with a `default-model-config` ModelConfig of that provider pointing at a wire server in this
  * process (test/support/kagent-provider-wire.ts), its key in the variable `apiKeySecretKey` names (not for Ollama):

@@ -1,6 +1,6 @@
 /**
  * A 24 MiB body refused before it is read — 413 (over the limit), 401 (wrong key), 415 (not JSON) — sent by Node's
- * http client to a real `agentloom dev` and a real `agentloom api` process (issue 28): twenty times each, with the
+ * http client to a real `agentloom dev` and a real `agentloom api` process: twenty times each, with the
  * connection kept alive and with `Connection: close` (`agent: false`, as Node 18's global agent and
  * `new http.Agent()` send it). Every try reads the answer and its request never emits `error`, before or after the
  * answer: the server reads and drops the rest of the body and only then closes a connection it answered last.

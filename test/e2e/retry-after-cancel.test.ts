@@ -1,5 +1,5 @@
 /**
- * Retry after cancel (issue 23) on PostgreSQL with a real `agentloom worker` process (BullMQ on Redis): a run
+ * Retry after cancel on PostgreSQL with a real `agentloom worker` process (BullMQ on Redis): a run
  * cancelled while paused for a confirmation or a long-running call asks again under a new call id when retried
  * (the cancelled request stays cancelled), and completes after the answer with the tool run once; a run cancelled
  * while its leaf ran completes once retried. The producer engine in this process runs no step.

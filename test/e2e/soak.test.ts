@@ -1,5 +1,5 @@
 /**
- * The soak's 2-minute version (issue 34): `agentloom api` and two workers on PostgreSQL and Redis under the steady
+ * The soak's 2-minute version: `agentloom api` and two workers on PostgreSQL and Redis under the steady
  * mix, with retention at 30 s. Checks the end state only (no timing is asserted): every run ended as it should,
  * none is left unfinished, no API call failed, no process logged an error the mix does not provoke, and retention
  * deleted ended runs while the load ran.

@@ -3,7 +3,7 @@
  * events without an id, heartbeats, the `end` event when the run has ended, a client that disconnects mid-run and
  * reconnects with Last-Event-ID receiving every event exactly once; and a run followed through its pause by an
  * EventSource-style client (eventsource-parser): `status` at the pause, the rest and `end` on the same stream once
- * a confirmation is posted, a client that hung up at the pause resuming with 200 (issue 18), `stay=0`.
+ * a confirmation is posted, a client that hung up at the pause resuming with 200, `stay=0`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {

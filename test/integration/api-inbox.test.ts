@@ -1,5 +1,5 @@
 /**
- * The routes behind the console's inbox and audit trail (issue 19), on PostgreSQL through a real API server:
+ * The routes behind the console's inbox and audit trail, on PostgreSQL through a real API server:
  * `GET /v1/pending` lists the calls waiting across invocations, oldest first, only of the apps a key sees, with
  * filters and a bound; `GET /v1/invocations/:id/requests` is a run's audit trail (who answered, when, with what);
  * a 409 says who answered first; who answered is the key's name, or — on a server without keys only — the name a

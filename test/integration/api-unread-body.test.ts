@@ -1,7 +1,7 @@
 /**
- * A body refused before it is read (413 too large, 401 no key) is read and dropped after the answer, within bounds
- * (issue 18): the connection then serves the next request; a client that asked to close it (`Connection: close`)
- * sees our side end after the answer, the rest of its body read, and only then the connection closed (issue 28); a
+ * A body refused before it is read (413 too large, 401 no key) is read and dropped after the answer, within
+ * bounds: the connection then serves the next request; a client that asked to close it (`Connection: close`)
+ * sees our side end after the answer, the rest of its body read, and only then the connection closed; a
  * body past `maxBytes`, or a client still sending after `maxMs`, has its connection cut, and the server answers
  * others as before. The whole flow with a real `api` process, both clients and every body route is in
  * test/e2e/api-server.test.ts; Node's client with and without keep-alive, 20 times, in test/e2e/refused-body.test.ts.

@@ -1,5 +1,5 @@
 /**
- * BullMQ's event stream stays short (issue 34): each agentloom queue trims `bull:<queue>:events` to about
+ * BullMQ's event stream stays short: each agentloom queue trims `bull:<queue>:events` to about
  * EVENTS_MAX_LEN entries instead of BullMQ's 10 000, so Redis memory is flat minutes into a steady load rather than
  * after an hour.
  */

@@ -1,5 +1,5 @@
 /**
- * Deadlines (issue: distributed engine, build 6): a step past `maxStepMs`, a model call past `modelTimeoutMs` and
+ * Deadlines: a step past `maxStepMs`, a model call past `modelTimeoutMs` and
  * a tool call past its `timeoutMs` end with a clear error — even when the code ignores its signal — instead of
  * holding a lease forever.
  */

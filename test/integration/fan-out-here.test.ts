@@ -1,5 +1,5 @@
 /**
- * A fan-out with a shared queue (BullMQ on Redis, issue 33): the worker whose advance creates a fan-out's leaves
+ * A fan-out with a shared queue (BullMQ on Redis): the worker whose advance creates a fan-out's leaves
  * claims as many as it has idle slots in the same statement and runs them itself, with no job in Redis and no
  * claim of their own; only the rest go through the queue, to every worker. The worker's concurrency holds for
  * both together (BullMQ is lent the slots back as the leaves end), and every leaf runs once. The join runs on

@@ -1,5 +1,5 @@
 /**
- * Fork over HTTP and from the CLI (issue 36): `POST /v1/invocations/:id/fork`, `GET …/forks`, the invocation's
+ * Fork over HTTP and from the CLI: `POST /v1/invocations/:id/fork`, `GET …/forks`, the invocation's
  * `forkedFrom`, and `agentloom fork ID --at PATH --state JSON --instruction AGENT=TEXT` against a real API server;
  * bad input answers 400 naming the field (the CLI prints it and exits 1).
  */

@@ -1,5 +1,5 @@
 /**
- * engine.fork (issue 36, acceptance 1): the history up to `at` is copied — no model or tool call before it is made
+ * engine.fork: the history up to `at` is copied — no model or tool call before it is made
  * again (a scripted model and a tool ledger count), the copied events equal the original's — and the run goes on
  * live from `at` with the change; a fork at a parallel branch keeps the other branches' results. PGlite and
  * PostgreSQL.

@@ -1,5 +1,5 @@
 /**
- * Issue 35 rate limits, the shared limiter: two limiters on one store stand for two workers — Redis, PostgreSQL
+ * Rate limits of model calls, the shared limiter: two limiters on one store stand for two workers — Redis, PostgreSQL
  * (the `rate_limits` table of migration 0009, through a node-postgres pool) — and memory for one process. Counts
  * only, never speed: each window holds exactly its share.
  */

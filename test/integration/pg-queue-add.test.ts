@@ -1,5 +1,5 @@
 /**
- * Wake-ups on BullMQ's PostgreSQL backend (issue 33): a few jobs are added one `add_job` insert each, because the
+ * Wake-ups on BullMQ's PostgreSQL backend: a few jobs are added one `add_job` insert each, because the
  * backend's bulk add creates two temporary tables per call (catalog writes, ~26 KB of WAL: 3 ms for one job, 11 ms
  * under 200 concurrent enqueues, which halved the PostgreSQL-only mode's W2 throughput). A large group (a fan-out
  * no worker had slots for) still goes in one bulk add. Every job added either way is delivered, once. And the

@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL-only mode adds a run's first job in the enqueue's own statement (issue 33): the queue's tables
+ * The PostgreSQL-only mode adds a run's first job in the enqueue's own statement: the queue's tables
  * are in the store's database, so the job commits with the invocation — one transaction, no wake-up after the
  * commit for a crash between the two to lose, one round trip fewer in the run's start. A queue in another
  * database gets its jobs after the commit, as before. Shown on a real PostgreSQL, with BullMQ's own worker

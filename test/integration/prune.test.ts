@@ -1,5 +1,5 @@
 /**
- * Retention (issue 34): what `engine.prune` / `agentloom prune` / the workers' retention delete and what they
+ * Retention: what `engine.prune` / `agentloom prune` / the workers' retention delete and what they
  * keep — every status, a session with a live run, the audit trail of answers, artifacts; batches; two pruners at
  * once; the background pass's advisory lock; a prune running while runs are enqueued into the sessions it prunes.
  */

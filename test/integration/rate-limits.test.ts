@@ -1,5 +1,5 @@
 /**
- * Issue 35 rate limits in the step flow (one engine; test/e2e/distributed/rate-limits.test.ts runs three worker
+ * Rate limits of model calls in the step flow (one engine; test/e2e/distributed/rate-limits.test.ts runs three worker
  * processes): a model call that must wait gives back its worker and its lease — the node shows the wait, another
  * app's step runs on the one worker slot meanwhile — and runs again after the wait without repeating any model or
  * tool call it had made; a provider's 429 with retry-after makes every step of that model wait, sending nothing.

@@ -1,5 +1,5 @@
 /**
- * engine.replay (issue 36, acceptance 2): 20 recorded runs of the example app (the writer pipeline, its
+ * engine.replay: 20 recorded runs of the example app (the writer pipeline, its
  * publisher's call approved by a human) replay on their recorded answers with 0 model and 0 tool calls and the
  * same outputs; after an instruction or a tool's parameters change in code, replay names the first divergent node
  * and both sides. PGlite and PostgreSQL.

@@ -1,5 +1,5 @@
 /**
- * Retry after cancel (issue 23): a run cancelled while paused for a confirmation or a long-running call, once
+ * Retry after cancel: a run cancelled while paused for a confirmation or a long-running call, once
  * retried, asks again under a new call id (the cancelled request stays cancelled in the audit trail), pauses, and
  * completes after the answer with the tool run once; a run cancelled while a leaf ran completes when retried.
  * On PGlite and PostgreSQL in one process; test/e2e/retry-after-cancel.test.ts runs it on a worker process.

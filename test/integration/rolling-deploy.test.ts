@@ -1,5 +1,5 @@
 /**
- * Rolling deploys (issue: distributed engine, build 7): a worker that serves another definition of an app leaves
+ * Rolling deploys: a worker that serves another definition of an app leaves
  * the invocation for a worker that has it — jobs are routed by definition, and a stray wake-up is re-offered with
  * a delay and logged once, never run, never failed, no hot loop — and `engine.get` says which definition it needs.
  */

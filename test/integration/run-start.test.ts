@@ -1,5 +1,5 @@
 /**
- * The start and the end of a run, as few statements as they can be (issue 33):
+ * The start and the end of a run, as few statements as they can be:
  *
  * - with a shared queue (BullMQ on Redis), the enqueue writes a workflow root's first advance when it needs
  *   nothing but its empty checkpoint: the root `running`, its first leaves `pending`, and the queue carries the

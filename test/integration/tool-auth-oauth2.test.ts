@@ -1,236 +1,21 @@
 /**
  * The auth gate's OAuth2 side, through the HTTP API on PostgreSQL, against a local OAuth2 provider
- * (test/fixtures/oauth2-server.ts: PKCE S256 checked, codes single use): a call pauses with an authorization URL
- * (state + PKCE challenge, no client secret); the provider's redirect to `/v1/auth/callback` — or the same URL
- * pasted as `authResponseUri` — completes it; a forged, unknown or reused state is refused with nothing stored; a
- * code the provider already redeemed is refused; the user's token is reused, refreshed once when two calls find
- * it expired together, and a token the service refuses costs one new consent (no loop); the client-credentials
- * flow never pauses. Then a scan for every secret of the flow (client secrets, codes, access and refresh tokens).
+ * (examples/oauth2/fake-provider.ts: PKCE S256 checked, codes single use; the setting: test/support/oauth2-flow.ts):
+ * a call pauses with an authorization URL (state + PKCE challenge, no client secret); the provider's redirect to
+ * `/v1/auth/callback` — or the same URL pasted as `authResponseUri` — completes it; a forged, unknown or reused
+ * state is refused with nothing stored; a code the provider already redeemed is refused; the user's token is
+ * reused, refreshed once when two calls find it expired together, and a token the service refuses costs one new
+ * consent (no loop); the client-credentials flow never pauses. Then a scan for every secret of the flow (client
+ * secrets, codes, access and refresh tokens). An MCP toolset with OAuth2: tool-auth-oauth2-mcp.test.ts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { sql } from 'drizzle-orm';
-import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
-import {
-  AuthError,
-  createEngine,
-  FunctionTool,
-  LlmAgent,
-  McpToolset,
-  ParallelAgent,
-  ScriptedModel,
-  type Engine,
-  type ScriptedTurn,
-} from '../../src/index.js';
-import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
-import { call, scripted } from '../support/agents.js';
-import { REPO } from '../support/cli.js';
+import { oauth2Flow, type Json } from '../support/oauth2-flow.js';
 import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
-import { createTestDatabase } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
 
-type Json = Record<string, unknown>;
-const provider = new FakeOAuthServer();
-const calendarClient = provider.addClient('calendar-app');
-const serviceClient = provider.addClient('metrics-service');
-const mcpLog = join(mkdtempSync(join(tmpdir(), 'agentloom-oauth2-mcp-')), 'calls.jsonl');
-let mcpServer: ChildProcess | undefined;
-let engine: Engine;
-let api: ApiApp;
-let base: string;
-const logLines: string[] = [];
-const answers: string[] = [];
-/** Each tool run: the tool, the run and a digest of the token it got (never the token). */
-const seen: { tool: string; run: string; token: string; status: number }[] = [];
-
-function digest(token: string): string {
-  return createHash('sha256').update(token).digest('hex').slice(0, 12);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function lastResponse(turn: ScriptedTurn): unknown {
-  const parts = turn.contents.flatMap((c) => c.parts);
-  return parts.reverse().find((p) => p.functionResponse)?.functionResponse?.response;
-}
-
-function callsOnce(name: string, tool: FunctionTool) {
-  const reply = (turn: ScriptedTurn) =>
-    turn.callIndex === 0 ? call(tool.name) : `done: ${JSON.stringify(lastResponse(turn))}`;
-  return scripted(name, reply, { tools: [tool] });
-}
-
-/** A tool that calls the provider's protected resource with the user's token; a 401 is an AuthError. */
-function resourceTool(name: string, auth: ConstructorParameters<typeof FunctionTool>[0]['auth']) {
-  return new FunctionTool({
-    name,
-    description: 'reads the protected resource',
-    auth,
-    execute: async (_args, ctx) => {
-      const credential = ctx.credential;
-      if (credential?.authType !== 'oauth2') throw new Error('no OAuth2 credential');
-      const token = credential.oauth2.accessToken;
-      const response = await fetch(`${provider.url}/resource`, {
-        headers: { authorization: `Bearer ${token}` },
-      });
-      seen.push({ tool: name, run: ctx.invocationId, token: digest(token), status: response.status });
-      if (response.status === 401) throw new AuthError(`${name}: the provider refused the token`);
-      return { ok: true };
-    },
-  });
-}
-
-beforeAll(async () => {
-  const providerUrl = await provider.start();
-  const port = await freePort();
-  const publicUrl = `http://127.0.0.1:${port}`;
-  const calendarAuth = {
-    authScheme: {
-      type: 'oauth2' as const,
-      flows: {
-        authorizationCode: {
-          authorizationUrl: `${providerUrl}/authorize`,
-          tokenUrl: `${providerUrl}/token`,
-          scopes: { 'calendar.read': 'read your calendar' },
-        },
-      },
-    },
-    rawAuthCredential: {
-      authType: 'oauth2' as const,
-      oauth2: { clientId: calendarClient.id, clientSecret: calendarClient.secret },
-    },
-    credentialKey: 'calendar',
-  };
-  const calendar = resourceTool('list_events', calendarAuth);
-  const metrics = resourceTool('fetch_metrics', {
-    authScheme: {
-      type: 'oauth2',
-      flows: { clientCredentials: { tokenUrl: `${providerUrl}/token`, scopes: {} } },
-    },
-    rawAuthCredential: {
-      authType: 'oauth2',
-      oauth2: { clientId: serviceClient.id, clientSecret: serviceClient.secret },
-    },
-  });
-  // An MCP server whose tool calls need a token the provider accepts (401 otherwise).
-  mcpServer = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(REPO, 'test/fixtures/mcp-server.ts'), '--http', '0'],
-    {
-      cwd: REPO,
-      env: { ...process.env, MCP_CALL_LOG: mcpLog, MCP_AUTH_URL: providerUrl },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  let out = '';
-  mcpServer.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
-  const mcpPort = await waitFor(() => /listening (\d+)/.exec(out)?.[1], {
-    timeoutMs: 60_000,
-    what: 'the MCP test server to listen',
-  });
-  const notes = new McpToolset({
-    connection: { url: `http://127.0.0.1:${mcpPort}/mcp` },
-    toolFilter: ['echo'],
-    auth: { ...calendarAuth, credentialKey: 'notes' },
-  });
-  const noteTaker = new LlmAgent({
-    name: 'note_taker',
-    model: new ScriptedModel({
-      respond: (turn) =>
-        turn.callIndex === 0
-          ? { functionCalls: [{ name: 'echo', args: { text: 'hello notes' } }] }
-          : `done: ${JSON.stringify(lastResponse(turn))}`,
-    }),
-    tools: [notes],
-  });
-  const stream = { write: (line: string) => void logLines.push(line) };
-  engine = await createEngine({
-    apps: [
-      { name: 'calendar', agent: callsOnce('planner', calendar) },
-      {
-        name: 'digest',
-        agent: new ParallelAgent({
-          name: 'both',
-          subAgents: [callsOnce('left', calendar), callsOnce('right', calendar)],
-        }),
-      },
-      { name: 'metrics', agent: callsOnce('watcher', metrics) },
-      { name: 'notes', agent: noteTaker },
-    ],
-    database: await createTestDatabase(),
-    queue: 'local',
-    secretKey: randomBytes(32).toString('base64'),
-    publicUrl,
-    logger: pino({ level: 'trace' }, stream),
-  });
-  api = await createApiServer({ engine, processMetrics: false, logger: pino({ level: 'trace' }, stream) });
-  base = await api.listen({ port, host: '127.0.0.1' });
-});
-
-afterAll(async () => {
-  await api?.close();
-  await engine?.close();
-  mcpServer?.kill('SIGKILL');
-  await provider.stop();
-});
-
-async function http(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-  const response = await fetch(path.startsWith('http') ? path : `${base}${path}`, {
-    method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  answers.push(text);
-  const json = response.headers.get('content-type')?.includes('application/json');
-  return { status: response.status, body: json && text ? (JSON.parse(text) as Json) : { text } };
-}
-
-async function start(app: string, userId: string): Promise<string> {
-  const { body } = await http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });
-  return body.invocationId as string;
-}
-
-async function settled(id: string): Promise<Json> {
-  await engine.wait(id, { timeoutMs: 60_000 });
-  return (await http('GET', `/v1/invocations/${id}`)).body;
-}
-
-async function pausedForAuth(id: string): Promise<Json> {
-  const view = await settled(id);
-  expect(view.status).toBe('paused');
-  const pending = view.pending as Json[];
-  expect(pending).toHaveLength(1);
-  expect(pending[0]).toMatchObject({ kind: 'auth' });
-  return pending[0]!;
-}
-
-/** The user consents: the provider redirects to the callback URL (returned, not followed). */
-async function consent(authorizationUrl: string): Promise<string> {
-  const response = await fetch(authorizationUrl, { redirect: 'manual' });
-  expect(response.status).toBe(302);
-  return response.headers.get('location') as string;
-}
-
-async function credentialRows(): Promise<{ user_id: string; secret: string }[]> {
-  const { rows } = (await engine.store.db.execute(
-    sql.raw(`select user_id, encode(secret, 'hex') as secret from credentials order by user_id`),
-  )) as unknown as { rows: { user_id: string; secret: string }[] };
-  return rows;
-}
+const flow = oauth2Flow();
+const { provider, calendarClient, seen, answers, logLines } = flow;
+const { http, start, settled, pausedForAuth, consent, credentialRows } = flow;
 
 describe('OAuth2 authorization code with PKCE', () => {
   it('pauses with an authorization URL (state and S256 challenge, no secret); the callback completes it', async () => {
@@ -241,7 +26,7 @@ describe('OAuth2 authorization code with PKCE', () => {
     expect(url.searchParams.get('client_id')).toBe(calendarClient.id);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     expect(url.searchParams.get('code_challenge')).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(url.searchParams.get('redirect_uri')).toBe(`${base}/v1/auth/callback`);
+    expect(url.searchParams.get('redirect_uri')).toBe(`${flow.base}/v1/auth/callback`);
     expect(url.searchParams.get('scope')).toBe('calendar.read');
     // ADK's request event: {functionCallId, authConfig} with the authorization URL and state, no secret.
     const events = (await http('GET', `/v1/invocations/${id}/events`)).body.events as Json[];
@@ -462,43 +247,6 @@ describe('OAuth2 authorization code with PKCE', () => {
     expect(trail.filter((r) => r.kind === 'auth')).toHaveLength(1);
   });
 });
-
-describe('an MCP toolset with auth', () => {
-  function echoCalls(): { tool: string; refused?: boolean }[] {
-    if (!existsSync(mcpLog)) return [];
-    return readFileSync(mcpLog, 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => JSON.parse(line) as { tool: string; refused?: boolean });
-  }
-
-  it("sends the user's token as the call's Authorization; a 401 costs one new consent, then the call runs", async () => {
-    const first = await start('notes', 'frank');
-    const pending = await pausedForAuth(first);
-    expect(pending).toMatchObject({ name: 'echo', auth: { credentialKey: 'notes' } });
-    await http('GET', await consent((pending.auth as Json).authorizationUrl as string));
-    const done = await settled(first);
-    expect(done.status).toBe('completed');
-    expect(String(done.output)).toContain('hello notes');
-    expect(echoCalls()).toEqual([expect.objectContaining({ tool: 'echo', end: 'done' })]);
-
-    // The provider revokes the token: the server answers 401, the call asks once more, then runs (an unsafe MCP
-    // tool: the refused call had no effect, so it is not in doubt).
-    provider.revokeAll();
-    const second = await start('notes', 'frank');
-    const again = await pausedForAuth(second);
-    await http('GET', await consent((again.auth as Json).authorizationUrl as string));
-    const after = await settled(second);
-    expect(after.status).toBe('completed');
-    expect(String(after.output)).toContain('hello notes');
-    expect(echoCalls().map((c) => [c.tool, c.refused ?? false])).toEqual([
-      ['echo', false],
-      ['echo', true],
-      ['echo', false],
-    ]);
-  });
-});
-
 describe('OAuth2 client credentials', () => {
   it('never pauses: the token is fetched once and reused', async () => {
     const before = provider.stats.clientCredentials;
@@ -514,10 +262,10 @@ describe('OAuth2 client credentials', () => {
 describe('secrets', () => {
   it('leaves no client secret, code or token in any row, API answer, /metrics or log line', async () => {
     await http('GET', '/metrics');
-    const secrets = [calendarClient.secret, serviceClient.secret, ...provider.issued];
+    const secrets = flow.secrets();
     expect(provider.issued.filter((s) => s.includes('refresh')).length).toBeGreaterThan(1);
     expect(provider.issued.filter((s) => s.includes('code')).length).toBeGreaterThan(3);
-    const rows = await scannedRows(engine);
+    const rows = await scannedRows(flow.engine);
     expect(rows.filter((r) => r.t === 'credentials').length).toBeGreaterThan(2);
     expectNoSecrets(secrets, { rows, answers, logLines });
     expect(logLines.length).toBeGreaterThan(10);

@@ -1,5 +1,5 @@
 /**
- * A zombie never sends (ARCHITECTURE "Zombie worker", issue 28): a worker frozen between preparing a model or tool
+ * A zombie never sends (ARCHITECTURE "Zombie worker"): a worker frozen between preparing a model or tool
  * call and sending it — after its lease check, inside the awaits of the history read, the callbacks and the budget —
  * while another worker took the node over and finished it, must not send on waking. The lease check is the last
  * thing before the request leaves: on waking, this process's clock says the lease may have lapsed, so it renews

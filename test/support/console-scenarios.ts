@@ -304,7 +304,7 @@ export async function elicitationFromConsole(browser: Browser, t: ConsoleTarget)
 }
 
 /**
- * A tool's credential (issue 21): a run of `vault` for a user with no stored key pauses with a call of kind `auth`;
+ * A tool's credential: a run of `vault` for a user with no stored key pauses with a call of kind `auth`;
  * the inbox says what it needs (scheme, credential key); an empty key is refused on the page; the key typed in a
  * password field on the run page and sent with Enter completes the run, and the tool saw it (its length and hash
  * in the final answer). The key is never in the page's HTML (typed, or after the answer), never left in a field,

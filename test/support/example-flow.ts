@@ -1,5 +1,5 @@
 /**
- * The service flow of issue 9's acceptance 1 and 2, driven only through HTTP against a running server (`agentloom
+ * The example app's service flow, driven only through HTTP against a running server (`agentloom
  * dev`, or `agentloom api` with workers): enqueue a run of the example app, receive its events live over SSE with
  * their branch labels, disconnect and reconnect with Last-Event-ID, see it pause for the publish confirmation (a
  * `status` event on a stream that stays open), hang up there and resume with Last-Event-ID (200, waiting), confirm

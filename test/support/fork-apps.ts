@@ -1,4 +1,4 @@
-/** The apps of the fork tests (issue 36): a writer loop and a research fan-out, one scripted model, a tool ledger. */
+/** The apps of the fork tests: a writer loop and a research fan-out, one scripted model, a tool ledger. */
 import * as z from 'zod';
 import type { ScriptedModel } from '../../src/index.js';
 import {

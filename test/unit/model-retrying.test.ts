@@ -195,7 +195,7 @@ describe('chat conversion helpers', () => {
   });
 });
 
-describe('callWithRetries and a shared rate limiter (issue 35)', () => {
+describe('callWithRetries and a shared rate limiter', () => {
   const failing = (failure: AttemptFailure) => ({
     provider: 'OpenAI',
     model: 'gpt-test',

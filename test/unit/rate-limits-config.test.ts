@@ -1,4 +1,4 @@
-/** Rate limits (issue 35) given badly: every error names the field and says what to write. */
+/** Rate limits of model calls given badly: every error names the field and says what to write. */
 import { describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
 import { createEngine } from '../../src/index.js';

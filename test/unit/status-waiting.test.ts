@@ -1,4 +1,4 @@
-/** `agentloom status` shows a step that gave back its worker to wait for a model's rate limit (issue 35). */
+/** `agentloom status` shows a step that gave back its worker to wait for a model's rate limit. */
 import { describe, expect, it } from 'vitest';
 import { formatStatus } from '../../src/cli/client/status.js';
 import type { NodeJson } from '../../src/api/http/schemas.js';

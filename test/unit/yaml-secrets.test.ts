@@ -1,5 +1,5 @@
 /**
- * Secrets in declarative files (issue 37): native `auth:` on tool entries and MCP toolsets in the code option's
+ * Secrets in declarative files: native `auth:` on tool entries and MCP toolsets in the code option's
  * shape, every secret `{ valueFrom: { env } }`; header and variable maps; kagent `headersFrom` on an Agent's tools
  * and remote agent references; what looks like a secret in clear. The variables come from the `env` given to the
  * loader, so each case says which exist.

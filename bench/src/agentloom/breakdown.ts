@@ -30,7 +30,7 @@ import { w1, w2 } from './workloads.js';
 /** Counts per step of one window. */
 export interface RoundTripWindow {
   steps: number;
-  /** PostgreSQL statements per step, by normalised text (the report classifies them: sections33.ts). */
+  /** PostgreSQL statements per step, by normalised text (the report classifies them: sections.ts). */
   statements: { query: string; callsPerStep: number }[];
   statementsTotal: number;
   /** Redis commands per step sent by each process ('bench process', 'workers', 'other'), round trips. */

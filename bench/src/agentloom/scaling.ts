@@ -1,5 +1,5 @@
 /**
- * The scaling suite (issue 33): W2 on PostgreSQL + BullMQ/Redis with 1, 2 and 4 `agentloom worker` processes
+ * The scaling suite: W2 on PostgreSQL + BullMQ/Redis with 1, 2 and 4 `agentloom worker` processes
  * (Scale.scalingWorkers), each count on a fresh database with its own workers. Per count: steps/s (the figure
  * `w2x<n>`, a median of `runs` runs after a warm-up run), and over the measured runs the database's statements
  * and write transactions per step, Redis commands per step (INFO stats), and the CPU time per step of each

@@ -1,5 +1,5 @@
 /**
- * W1 with tracing off and on (issue 32): PostgreSQL + in-process queue, as `agentloom-pg-local`. Off and on phases
+ * W1 with tracing off and on: PostgreSQL + in-process queue, as `agentloom-pg-local`. Off and on phases
  * alternate (10 pairs; a phase is a warm-up and 5 measured W1 runs, its sample their median); each phase opens its own engine, since an engine traces only
  * when an SDK was registered before it was made. On: agentloom's SDK setup as `agentloom worker` has it (its id
  * generator and run sampler, always on, a batch span processor) exporting OTLP/HTTP to a receiver in this

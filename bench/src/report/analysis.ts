@@ -1,7 +1,7 @@
 /**
  * "Where the time goes" in words, computed from the run: for each missed target, what the counters and the
- * profile say the time is spent on, and which change (issue 7, item 1) would remove it. Every number comes from
- * the report; the levers are the issue's.
+ * profile say the time is spent on, and which change would remove it. Every number comes from the report; only
+ * the levers (the changes named) are written by hand.
  */
 import type { ProfileSummary } from '../agentloom/profile.js';
 import type { CountsPerStep } from '../measure.js';
@@ -60,7 +60,7 @@ export function analysis(report: BenchReport): string {
         : []),
     ];
     out.push(
-      `Already done (issue 7, item 1): each hot statement is a named prepared statement, compiled once (no query ` +
+      `Already done: each hot statement is a named prepared statement, compiled once (no query ` +
         `assembly per step); a job's claim is one statement; the next leaf is claimed by the advance that made it ` +
         `runnable and runs on the same worker; a custom leaf's last event, its completion and the parent's advance ` +
         `are one statement and one commit (docs/semantics-additions.md H); the root's last step ends the invocation in ` +

@@ -1,5 +1,5 @@
 /**
- * The chart of W1–W3 (median bar, range whisker per system (spread.ts), the issue's absolute W3 target as a rule), written
+ * The chart of W1–W3 (median bar, range whisker per system (spread.ts), the performance budget's absolute W3 target as a rule), written
  * as a vega-lite spec, compiled to vega and rendered headless to SVG.
  */
 import { compile, type TopLevelSpec } from 'vega-lite';
@@ -21,7 +21,7 @@ const NAMES: Record<string, string> = {
   'agentloom-pg-pgqueue-1': 'agentloom · PG-only queue, 1 worker',
 };
 
-/** The targets that can be drawn on a panel, from this run's figures. */
+/** The performance budget's targets that can be drawn on a panel, from this run's figures. */
 function targetRules(report: BenchReport, workload: Workload): { value: number; label: string }[] {
   const floor = figure(report, 'floor-bullmq-upsert', 'w1')?.median;
   const dbosW1 = figure(report, 'dbos', 'w1')?.median;

@@ -1,6 +1,6 @@
 /**
  * BENCHMARKS.md from one run's report: machine and versions, every figure, ratios against each peer and the
- * floors, the issue's targets, database counters, where the time goes (per-statement breakdown and a CPU
+ * floors, the performance budget's targets and the goals per mode, database counters, where the time goes (per-statement breakdown and a CPU
  * profile), W4–W6, and how it was measured.
  */
 import { relative, dirname } from 'node:path';
@@ -17,8 +17,8 @@ import {
   timelineSection,
   verdictCell,
   w3TimelineSection,
-} from './sections33.js';
-import { why33 } from './why33.js';
+} from './sections.js';
+import { whyGoalsMissed } from './reasons.js';
 import { scalingSection } from './scaling.js';
 
 const AGENTLOOM = [
@@ -75,7 +75,7 @@ function figuresTable(report: BenchReport): string {
 
 function targetsTable(report: BenchReport): string {
   const rows = (report.targets ?? [])
-    .filter((t) => t.issue !== 33)
+    .filter((t) => t.mode === undefined)
     .map((t) => [t.name, t.goal, t.actual, verdictCell(t)]);
   return table(['target', 'goal', 'this run', ''], rows);
 }
@@ -258,7 +258,7 @@ function extraSections(report: BenchReport): string {
       String(f.samples.length),
     ];
     out.push(
-      `### W1 with tracing off and on (issue 32)\n\nPostgreSQL + in-process queue; off and on phases alternate (a phase: an engine of its own, a warm-up run, then 5 W1 runs whose median is its sample). On: agentloom's id generator and run sampler (always on), a batch span processor exporting OTLP/HTTP (protobuf) to a receiver in the bench process (${n(e.payloads, 0)} payloads). Cost of tracing: **${n(e.costPerStepMs, 3)} ms per step** (difference of medians).\n\n${table(['tracing', 'median ms/step', 'min', 'max', 'phases'], [row('off', e.off), row('on', e.on)])}\n${errorsOf(tracing)}`,
+      `### W1 with tracing off and on\n\nPostgreSQL + in-process queue; off and on phases alternate (a phase: an engine of its own, a warm-up run, then 5 W1 runs whose median is its sample). On: agentloom's id generator and run sampler (always on), a batch span processor exporting OTLP/HTTP (protobuf) to a receiver in the bench process (${n(e.payloads, 0)} payloads). Cost of tracing: **${n(e.costPerStepMs, 3)} ms per step** (difference of medians).\n\n${table(['tracing', 'median ms/step', 'min', 'max', 'phases'], [row('off', e.off), row('on', e.on)])}\n${errorsOf(tracing)}`,
     );
   }
   const w4 = suite(report, 'w4');
@@ -392,7 +392,7 @@ function method(report: BenchReport): string {
 - **W5**: one worker process; an LlmAgent whose (non-recording) model calls a FunctionTool with \`requireConfirmation\`; ${s.w5Warmup} unmeasured pauses, then ${s.w5Paused} measured ones; RSS from /proc/<pid>/status VmRSS of the worker process.
 - **W6**: the server is restarted with \`track_commit_timestamp = on\` for this suite only. A sequence of ${s.w6Leaves} leaves that wait ${s.w6GapMs} ms and then emit an event whose text is the wall clock; a follower (\`engine.events(id, { follow: true })\`) in the bench process records when each event arrives. commit → received uses \`pg_xact_commit_timestamp(xmin)\` of the event row (PostgreSQL's clock; the offset to Node's clock is measured with \`clock_timestamp()\` and applied; it is the same host clock, so it is ~0); emitted → received uses the leaf's own stamp, taken before the insert. ${s.w6Invocations} followed invocations per mode after one warm-up (${s.w6Invocations * s.w6Leaves} events).
 - **Scaling**: W2 with ${(s.scalingWorkers ?? [1, 2, 4]).join(', ')} \`agentloom worker\` processes on PostgreSQL + BullMQ/Redis, a fresh database and fresh workers for each count; CPU time from /proc/<pid>/stat of the workers, of the postmaster and its children, of Redis and of the bench process, the machine's busy share from /proc/stat; the worker's profile: \`node --cpu-prof\` on a worker of its own, its samples cut to one W2 run.
-- **Scaled for this machine** (2 cores, this run ${n(report.minutes, 0)} min with ${s.rounds ?? 1} rounds${s.warmupRounds ? ` and ${s.warmupRounds} warm-up` : ''}): ${s.runs} measured runs per workload${s.w1Runs ? ` (W1: ${s.w1Runs})` : ''}; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at the issue's full size.
+- **Scaled for this machine** (2 cores, this run ${n(report.minutes, 0)} min with ${s.rounds ?? 1} rounds${s.warmupRounds ? ` and ${s.warmupRounds} warm-up` : ''}): ${s.runs} measured runs per workload${s.w1Runs ? ` (W1: ${s.w1Runs})` : ''}; W4 ${s.w4DefaultLeaseReps} + ${s.w4ShortLeaseReps} repetitions; W6 ${s.w6Invocations * s.w6Leaves} events per mode. W1–W3 and W5 are at full size.
 
 Reproduce: \`npm run bench\` at the repository root (installs bench/'s dependencies when missing). \`npm run bench -- --quick\` runs a tiny version into bench/results/quick/; \`-- --only dbos,agentloom-pg-local\` runs some suites.`;
 }
@@ -410,7 +410,7 @@ export function renderMarkdown(
   const failed = report.suites.filter((s) => s.errors.length > 0);
   return `# Benchmarks
 
-Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run (${rounds(report)} interleaved round(s) of the comparison suites${report.scale.warmupRounds ? `, after ${report.scale.warmupRounds} unmeasured warm-up round(s)` : ''}). Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: issue 7 and ARCHITECTURE.md "Performance budget".
+Generated by \`npm run bench\` (bench/) on ${report.startedAt.slice(0, 16).replace('T', ' ')} UTC in ${n(report.minutes, 1)} minutes; every figure below comes from that one run (${rounds(report)} interleaved round(s) of the comparison suites${report.scale.warmupRounds ? `, after ${report.scale.warmupRounds} unmeasured warm-up round(s)` : ''}). Raw results: [${rel(paths.jsonPath)}](${rel(paths.jsonPath)}). Workloads and targets: ARCHITECTURE.md "Performance budget" and bench/README.md.
 
 ![W1–W3 side by side](${rel(paths.chartPath)})
 
@@ -431,11 +431,11 @@ ${targetsTable(report)}
 
 For W1 and W3 "agentloom on PostgreSQL" is the best of its PostgreSQL modes; for W2 the best of those that run on one process (the 2-worker mode is shown, not counted). A ratio is the median of the rounds' ratios (each round's figure of one system ÷ the same round's of the other) and "range" is their lowest to highest (with one round: the ratio of medians, and every ratio the two systems' ranges allow); a verdict is **inconclusive** when the goal is met at one end of that range and missed at the other (bench/README.md, "Rounds, spread and verdicts").
 
-### Issue 33: the distributed modes
+### Goals of the distributed modes
 
 ${goalsTable(report)}
 
-${why33(report)}
+${whyGoalsMissed(report)}
 
 ## Ratios
 

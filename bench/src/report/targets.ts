@@ -1,10 +1,10 @@
 /**
- * The targets of issue 7 / ARCHITECTURE.md "Performance budget" and the goals of issue 33 (per distributed
- * mode, goals33.ts), each evaluated against this run's figures (the report's shape and lookups: shape.ts), with
+ * The targets of ARCHITECTURE.md "Performance budget" and the goals per mode (of the distributed modes and the
+ * in-process one, goals.ts), each evaluated against this run's figures (the report's shape and lookups: shape.ts), with
  * the spread rule of spread.ts: met / not met only when both ends of the range agree.
  */
 import type { Figure } from '../measure.js';
-import { issue33Goals } from './goals33.js';
+import { modeGoals } from './goals.js';
 import { best, figure, marginal, suite, type BenchReport, type Target } from './shape.js';
 import { exact, rangeOf, rangeText, ratioOf, verdictOf, type Ranged } from './spread.js';
 
@@ -19,7 +19,7 @@ export const ONE_PROCESS_PG_MODES = ['agentloom-pg-local', 'agentloom-pg-redis-1
 
 const f2 = (n: number): string => n.toFixed(2);
 
-/** Evaluates every target of the issue against `report`. */
+/** Evaluates every target of the performance budget and every goal per mode against `report`. */
 export function evaluateTargets(report: BenchReport): Target[] {
   const targets: Target[] = [];
   const floor = figure(report, 'floor-bullmq-upsert', 'w1');
@@ -118,5 +118,5 @@ export function evaluateTargets(report: BenchReport): Target[] {
     (v) => v < 200,
     `${(growth ?? 0).toFixed(0)} bytes per paused run (${(((w5?.rssGrowthBytes ?? 0) as number) / 2 ** 20).toFixed(1)} MiB over ${w5?.paused ?? 0})`,
   );
-  return [...targets, ...issue33Goals(report)];
+  return [...targets, ...modeGoals(report)];
 }

@@ -2,7 +2,7 @@
  * `npm run soak -- --minutes N [--retention 2m] [--warmup MIN] [--out DIR] [--no-charts] [--render] [--env K=V]...
  * [--heap-snapshots M,M] [--node-flag=F]...`:
  * hours of steady load on the
- * distributed mode, to show that agentloom can be left running (issue 34). Starts its own PostgreSQL and Redis,
+ * distributed mode, to show that agentloom can be left running. Starts its own PostgreSQL and Redis,
  * `agentloom migrate`, `agentloom api` and two `agentloom worker` processes with retention on, drives the mix of
  * driver.ts through the API, samples every 10 s (sampler.ts), then stops the load, waits for every run to end and
  * checks that each ended as it should. Writes results.json and SOAK.md (with charts unless --no-charts) into

@@ -1,12 +1,12 @@
 /**
- * Issue 33's sections of BENCHMARKS.md: the goals table (per distributed mode: met / not met / inconclusive, see
+ * The sections of BENCHMARKS.md on the distributed modes: the goals table (per distributed mode: met / not met / inconclusive, see
  * spread.ts) and "Where a step's round trips go" (counted PostgreSQL statements by kind and Redis commands by
  * sender and by command, per leaf step, agentloom/breakdown.ts) and "Where a W1 run's time goes" (timed stretches
  * of W1 runs, agentloom/timeline.ts).
  */
 import type { RoundTrips, RoundTripWindow } from '../agentloom/breakdown.js';
 import type { W1Timeline, W3Timeline } from '../agentloom/timeline.js';
-import { GOAL_MODES, GOAL_ROWS, LOCAL_GOAL_MODE } from './goals33.js';
+import { GOAL_MODES, GOAL_ROWS, LOCAL_GOAL_MODE } from './goals.js';
 import { labelOf, suite, type BenchReport, type Target } from './shape.js';
 
 const n = (value: number | undefined, digits = 2): string =>
@@ -32,9 +32,9 @@ const SHORT_MODE: Record<string, string> = {
   'agentloom-pg-pgqueue-1': 'PostgreSQL queue, 1 worker process',
 };
 
-/** The goals of issue 33: one row per goal and mode. */
+/** The goals per mode: one row per goal and mode. */
 export function goalsTable(report: BenchReport): string {
-  const goals = (report.targets ?? []).filter((t) => t.issue === 33);
+  const goals = (report.targets ?? []).filter((t) => t.mode !== undefined);
   const modes = [LOCAL_GOAL_MODE, ...GOAL_MODES].filter((m) =>
     goals.some((g) => g.mode === m && g.verdict !== 'not measured'),
   );

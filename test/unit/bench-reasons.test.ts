@@ -1,5 +1,5 @@
 /**
- * The bench's reasons for issue 33's goals (pure logic of bench/src/report/why33.ts): a W1 goal of the PostgreSQL
+ * The bench's reasons for missed goals per mode (pure logic of bench/src/report/reasons.ts): a W1 goal of the PostgreSQL
  * queue that the in-process mode alone meets is explained only when the queue's timed hand-over per run, added to
  * the in-process steps, puts it out of reach; a goal row that no computed reason explains is named as open,
  * never left out.
@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
 import type { W1Timeline } from '../../bench/src/agentloom/timeline.js';
 import type { SuiteResult } from '../../bench/src/measure.js';
 import type { BenchReport, Target } from '../../bench/src/report/shape.js';
-import { statementKind } from '../../bench/src/report/sections33.js';
-import { reasons33, why33 } from '../../bench/src/report/why33.js';
+import { statementKind } from '../../bench/src/report/sections.js';
+import { goalReasons, whyGoalsMissed } from '../../bench/src/report/reasons.js';
 import { roundsFigure } from '../support/bench-figures.js';
 
 const LOCAL = 'agentloom-pg-local';
@@ -51,7 +51,6 @@ const PGQ_FLOOR_ROW: Target = {
   actual: '1.04× (2.22 vs 2.13 ms/step); range 0.83–1.52',
   met: false,
   verdict: 'inconclusive',
-  issue: 33,
   mode: PGQ,
 };
 
@@ -89,12 +88,12 @@ function report(options: { pgq?: number[]; handOver?: number | undefined }): Ben
   };
 }
 
-describe("issue 33's reasons", () => {
+describe('reasons for missed goals per mode', () => {
   it("explains the PostgreSQL queue's W1 goal by the in-process steps plus the queue's timed hand-over", () => {
     // 0.98× + 3.2 ms per 20-step run (0.16 ms a step, ~7% of the floor) is above 1.0×.
     const r = report({ handOver: 3.2 });
-    expect(reasons33(r).unexplained).toEqual([]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([]);
+    const text = whyGoalsMissed(r);
     expect(text).toMatch(
       /0\.98× the design floor and 1\.0[5-9]× with the PostgreSQL queue's hand-over per run added/,
     );
@@ -105,8 +104,8 @@ describe("issue 33's reasons", () => {
   it('does not claim a bound the hand-over does not reach', () => {
     // 0.2 ms per 20-step run (0.01 ms a step) keeps 0.98× + hand-over under 1.0×: no "cannot be met".
     const r = report({ handOver: 0.2 });
-    expect(reasons33(r).unexplained).toEqual([PGQ_FLOOR_ROW]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([PGQ_FLOOR_ROW]);
+    const text = whyGoalsMissed(r);
     expect(text).not.toContain("with the PostgreSQL queue's hand-over per run added");
     expect(text).toMatch(
       /\*\*Open in this run\*\*.*W1 vs the design floor ≤ 1\.0× floor for PostgreSQL-only/,
@@ -116,14 +115,16 @@ describe("issue 33's reasons", () => {
 
   it('names a goal row as open when nothing of the run explains it', () => {
     const r = report({ handOver: undefined });
-    expect(reasons33(r).unexplained).toEqual([PGQ_FLOOR_ROW]);
-    expect(why33(r)).toMatch(/\*\*Open in this run\*\* \(no figure of this run puts it out of reach/);
+    expect(goalReasons(r).unexplained).toEqual([PGQ_FLOOR_ROW]);
+    expect(whyGoalsMissed(r)).toMatch(
+      /\*\*Open in this run\*\* \(no figure of this run puts it out of reach/,
+    );
   });
 
   it('makes no in-process claim for a mode that ran faster than the in-process mode', () => {
     const r = report({ handOver: 3.2, pgq: [2.13 * 0.9, 2.0 * 0.9, 2.3 * 0.9] });
-    expect(reasons33(r).unexplained).toEqual([]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([]);
+    const text = whyGoalsMissed(r);
     expect(text).toContain('ran 0.92× the in-process mode in this run (paired by round)');
     expect(text).not.toContain("with the PostgreSQL queue's hand-over per run added");
   });
@@ -136,7 +137,6 @@ const REDIS_W3_ROW: Target = {
   actual: '225 ms; range 222–226',
   met: false,
   verdict: 'not met',
-  issue: 33,
   mode: REDIS1,
 };
 
@@ -155,12 +155,12 @@ function w3Report(options: { local: number[]; redis: number[]; rawStep: number[]
   };
 }
 
-describe("issue 33's reasons for W3", () => {
+describe('reasons for missed goals per mode: W3', () => {
   it('explains the Redis mode by the in-process run plus the one job trip through Redis a run adds', () => {
     // 219.5 + 0.9 > 220 in every round: out of reach unless the engine's own work gets faster.
     const r = w3Report({ local: [219.5, 219.6, 219.4], redis: [225, 224, 226], rawStep: [0.9, 0.9, 0.9] });
-    expect(reasons33(r).unexplained).toEqual([]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([]);
+    const text = whyGoalsMissed(r);
     expect(text).toMatch(/took 219\.5 ms, and 220\.4 with the one trip through Redis/);
     expect(text).toContain("raw BullMQ floor's W1 step, 0.90 ms");
     expect(text).not.toContain('Open in this run');
@@ -168,14 +168,14 @@ describe("issue 33's reasons for W3", () => {
 
   it('leaves the row open when the in-process run and the trip fit in the bound', () => {
     const r = w3Report({ local: [215, 216, 214], redis: [225, 224, 226], rawStep: [0.9, 0.9, 0.9] });
-    expect(reasons33(r).unexplained).toEqual([REDIS_W3_ROW]);
-    expect(why33(r)).not.toContain('with the one trip through Redis');
-    expect(why33(r)).toMatch(/\*\*Open in this run\*\*.*W3 fan-out wall time ≤ 220 ms/);
+    expect(goalReasons(r).unexplained).toEqual([REDIS_W3_ROW]);
+    expect(whyGoalsMissed(r)).not.toContain('with the one trip through Redis');
+    expect(whyGoalsMissed(r)).toMatch(/\*\*Open in this run\*\*.*W3 fan-out wall time ≤ 220 ms/);
   });
 
   it('makes no claim for a Redis mode that ran faster than the in-process mode', () => {
     const r = w3Report({ local: [223, 224, 222], redis: [221, 222, 221], rawStep: [0.9, 0.9, 0.9] });
-    expect(reasons33(r).unexplained).toEqual([REDIS_W3_ROW]);
+    expect(goalReasons(r).unexplained).toEqual([REDIS_W3_ROW]);
   });
 });
 
@@ -187,8 +187,8 @@ describe('an inconclusive row met at the median', () => {
       actual: '0.98× (2.25 vs 2.25 ms/step); range 0.90–1.16',
     };
     const r = { ...report({ handOver: 0.2 }), targets: [row] };
-    expect(reasons33(r).unexplained).toEqual([]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([]);
+    const text = whyGoalsMissed(r);
     expect(text).toMatch(/\*\*Met at the median, inconclusive\*\*.*W1 vs the design floor ≤ 1\.0× floor/);
     expect(text).not.toContain('Open in this run');
   });
@@ -200,8 +200,8 @@ describe('an inconclusive row met at the median', () => {
       actual: '0.93× (2.06 vs 2.04 ms/step); range 0.91–1.13',
     };
     const r = { ...report({ handOver: 3.2 }), targets: [row] };
-    expect(reasons33(r).unexplained).toEqual([]);
-    const text = why33(r);
+    expect(goalReasons(r).unexplained).toEqual([]);
+    const text = whyGoalsMissed(r);
     expect(text).not.toContain("with the PostgreSQL queue's hand-over per run added");
     expect(text).not.toContain('cannot be met');
     expect(text).toContain('**Met at the median, inconclusive**');
