@@ -106,6 +106,15 @@ const envSchema = z.object({
     )
     .optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).optional(),
+  /**
+   * `off`: a new PGlite database runs initdb instead of starting from the cached template (default `on`; see
+   * store/db/pglite-template.ts).
+   */
+  AGENTLOOM_PGLITE_TEMPLATE: z
+    .enum(['on', 'off'], { error: 'must be on or off, e.g. AGENTLOOM_PGLITE_TEMPLATE=off' })
+    .optional(),
+  /** The per-user cache root (XDG Base Directory): PGlite templates go under `$XDG_CACHE_HOME/agentloom`. */
+  XDG_CACHE_HOME: z.string().optional(),
   PORT: z.coerce.number().int().min(1).max(65535).optional(),
 });
 

@@ -222,7 +222,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       ? { ...fromEnv, ...loaded?.rateLimits, ...options.rateLimits }
       : undefined;
   const target = options.database ?? env.DATABASE_URL ?? { pglite: '.agentloom/data' };
-  const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : {});
+  const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : { logger });
   let parts: { queue: StepQueue; bus: Bus };
   try {
     parts = resolveQueue(

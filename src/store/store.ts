@@ -57,9 +57,10 @@ export class Store {
 
   /** Opens (and by default migrates) a store. */
   static async open(target: DatabaseTarget, options: StoreOpenOptions = {}): Promise<Store> {
-    const database = await openDatabase(target, options);
+    const migrating = options.migrate ?? true;
+    const database = await openDatabase(target, { ...options, migrating });
     try {
-      if (options.migrate ?? true) await migrate(database);
+      if (migrating) await migrate(database);
     } catch (err) {
       await database.close();
       throw err;

@@ -17,8 +17,9 @@ import {
   writeTemplate,
   type TemplateLog,
 } from '../../src/store/db/pglite-template.js';
-import { scripted } from '../support/agents.js';
-import { engineOn } from '../support/engines.js';
+import { scripted } from '../fixtures/agents.js';
+import { tarEntry, tarOf } from '../fixtures/tar-entry.js';
+import { engineOn } from '../support/services/engines.js';
 
 // PGlite's initdb in WebAssembly takes tens of seconds on a busy 2-core machine; each test runs one or two.
 const SLOW_MS = 300_000;
@@ -113,6 +114,21 @@ describe('PGlite databases from a template', () => {
   );
 
   it(
+    'a new database in memory starts from the template too',
+    async () => {
+      const log = recordingLog();
+      const store = await Store.open({ pglite: 'memory' }, { pgliteTemplateDir: templateDir, logger: log });
+      try {
+        expect(log.debugs).toContain('pglite database created from the template');
+        expect(await tableNames(store)).toEqual([...allTables, 'from_template'].sort());
+      } finally {
+        await store.close();
+      }
+    },
+    SLOW_MS,
+  );
+
+  it(
     'an existing directory is opened as it is: its rows are kept and the template is not loaded over it',
     async () => {
       const dir = tempDir();
@@ -136,12 +152,9 @@ describe('PGlite databases from a template', () => {
   it(
     'a template that PGlite cannot start from: logged, its files removed from the directory, and initdb instead',
     async () => {
-      const tar = await readTemplate(path);
-      // A checksum-good tar of half a data directory (a template cut short when it was made).
-      const half = tar!.subarray(0, Math.floor(tar!.length / 2 / 512) * 512);
+      // A checksum-good tar that holds no data directory, only a file to look for afterwards.
       const brokenDir = tempDir();
-      const broken = templatePath(brokenDir, true);
-      await writeTemplate(broken, half);
+      await writeTemplate(templatePath(brokenDir, true), tarOf(tarEntry('/loaded-from-template', 'x')));
       const dir = tempDir();
       writeFileSync(join(dir, 'secret.key'), 'kept\n');
       const log = recordingLog();
@@ -151,6 +164,9 @@ describe('PGlite databases from a template', () => {
         expect(await tableNames(store)).toEqual(allTables);
         await store.createSession({ app: 'notes', userId: 'u', id: 's' });
         expect(existsSync(join(dir, 'secret.key'))).toBe(true);
+        expect(existsSync(join(dir, 'loaded-from-template'))).toBe(false);
+        // The next start builds a good one.
+        expect(existsSync(templatePath(brokenDir, true))).toBe(false);
       } finally {
         await store.close();
       }
@@ -165,7 +181,7 @@ describe('a corrupt PGlite template', () => {
     async () => {
       const templateDir = tempDir();
       const path = templatePath(templateDir, true);
-      writeFileSync(path, 'agentloom-pglite-template 1 sha256=00\nnot gzip at all');
+      writeFileSync(path, 'agentloom-pglite-template 2 sha256=00\nnot gzip at all');
       const log = recordingLog();
       const store = await Store.open({ pglite: tempDir() }, { pgliteTemplateDir: templateDir, logger: log });
       try {

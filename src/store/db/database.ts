@@ -8,12 +8,12 @@ import { PgDialect } from 'drizzle-orm/pg-core';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { mkdirSync } from 'node:fs';
 import pg from 'pg';
 import { serialize } from 'pg-protocol';
 import { Batcher } from '../../core/batcher.js';
 import { AgentloomError } from '../../core/errors.js';
 import { PgListener } from './pg-listener.js';
+import { defaultTemplateDir, openPgliteClient, type TemplateLog } from './pglite-template.js';
 import { createResilientPool } from './pg-pool.js';
 import * as schema from './schema.js';
 import { escapeLiteral } from './sql-literal.js';
@@ -28,6 +28,18 @@ export type DatabaseTarget = string | { pglite: string };
 export interface OpenDatabaseOptions {
   /** Maximum pooled connections for PostgreSQL. Default 10. Ignored by PGlite (one connection). */
   poolSize?: number;
+  /**
+   * PGlite only: the caller applies the migrations right after opening (as `Store.open` does), so a new database may
+   * start from a template already migrated. Default false: a new database is empty, as initdb leaves it.
+   */
+  migrating?: boolean;
+  /**
+   * PGlite only: the directory of the templates new databases start from instead of running initdb, or false for
+   * none. Default `$XDG_CACHE_HOME/agentloom` (else `~/.cache/agentloom`); AGENTLOOM_PGLITE_TEMPLATE=off: false.
+   */
+  pgliteTemplateDir?: string | false;
+  /** Where a PGlite template that cannot be used is reported. Default: a process warning. */
+  logger?: TemplateLog;
 }
 
 /** An open database: drizzle, a way to LISTEN on a channel, and close. */
@@ -55,7 +67,7 @@ export async function openDatabase(
   options: OpenDatabaseOptions = {},
 ): Promise<Database> {
   if (typeof target === 'string') return openPostgres(target, options.poolSize ?? 10);
-  return openPglite(target.pglite);
+  return openPglite(target.pglite, options);
 }
 
 async function openPostgres(url: string, poolSize: number): Promise<Database> {
@@ -85,15 +97,21 @@ async function openPostgres(url: string, poolSize: number): Promise<Database> {
   };
 }
 
-async function openPglite(location: string): Promise<Database> {
-  let client: PGlite;
-  if (location === 'memory' || location === ':memory:') {
-    client = new PGlite();
-  } else {
-    mkdirSync(location, { recursive: true });
-    client = new PGlite(location);
-  }
-  await client.waitReady;
+/** A warning of the process: what reports a template problem when the opener gave no logger. */
+const processWarnings: TemplateLog = {
+  warn: (fields, message) => {
+    const err = (fields as { err?: unknown }).err;
+    process.emitWarning(`agentloom: ${message}${err === undefined ? '' : `: ${String(err)}`}`);
+  },
+  debug: () => undefined,
+};
+
+async function openPglite(location: string, options: OpenDatabaseOptions): Promise<Database> {
+  const client = await openPgliteClient(location, {
+    migrating: options.migrating ?? false,
+    templateDir: options.pgliteTemplateDir ?? defaultTemplateDir(),
+    log: options.logger ?? processWarnings,
+  });
   const db = drizzlePglite({ client, schema }) as unknown as Db;
   return {
     kind: 'pglite',

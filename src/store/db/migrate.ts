@@ -6,13 +6,10 @@ import type { NodePgDatabase } from 'drizzle-orm/node-postgres';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../../core/package-root.js';
 import { queryRows, type Database, type Db } from './database.js';
+import { migrationsFolder } from './migrations-folder.js';
 
-/** The directory of the committed drizzle-kit migrations. */
-export function migrationsFolder(): string {
-  return join(packageRoot(), 'migrations');
-}
+export { migrationsFolder } from './migrations-folder.js';
 
 /** Arbitrary but fixed key of the advisory lock that serialises concurrent `migrate` calls. */
 const MIGRATE_LOCK_KEY = 7_362_541_001;
