@@ -17,7 +17,10 @@ export interface McpToolsetOptions {
   requireConfirmation?: boolean | string[];
   /** Tool names (the server's) safe to send again after a crash; every other tool is unsafe. */
   idempotent?: string[];
-  /** Longest one call may take (ms); past it the model gets a clear error. Default 60 000. */
+  /**
+   * Longest one call may take (ms); past it the model gets a clear error. Default 60 000. Opening the server and
+   * listing its tools get at least 30 s whatever this is.
+   */
   timeoutMs?: number;
   /** How long a listed set of tools is trusted (ms) before it is asked again. Default 300 000. */
   listTtlMs?: number;

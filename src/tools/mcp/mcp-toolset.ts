@@ -28,6 +28,12 @@ export type { McpToolsetOptions };
 
 /** The SDK's own request timeout: a day (our deadline decides; see call). */
 const SDK_TIMEOUT_MS = 86_400_000;
+/**
+ * Longest the opening of a server's connection may take, and the least a listing of its tools is given (ms). Not
+ * the calls' `timeoutMs`: a stdio server is a process to start and a handshake, slower on a busy machine than the
+ * one call a short `timeoutMs` is meant for.
+ */
+const SETUP_TIMEOUT_MS = 30_000;
 
 /** The `_meta` key of a call's idempotency key. */
 export const IDEMPOTENCY_META_KEY = 'dev.agentloom/idempotencyKey';
@@ -98,7 +104,7 @@ export class McpToolset implements Toolset {
     let connection = idle.pop();
     if (!connection) {
       connection = new McpConnection(this.name, options, {
-        openTimeoutMs: Math.min(this.timeoutMs, 30_000),
+        openTimeoutMs: SETUP_TIMEOUT_MS,
         onToolListChanged: () => {
           this.listed = undefined;
         },
@@ -177,7 +183,9 @@ export class McpToolset implements Toolset {
       const tools: ListedTool[] = [];
       let cursor: string | undefined;
       do {
-        const page = await client.listTools(cursor ? { cursor } : {}, { timeout: this.timeoutMs });
+        const page = await client.listTools(cursor ? { cursor } : {}, {
+          timeout: Math.max(this.timeoutMs, SETUP_TIMEOUT_MS),
+        });
         tools.push(...(page.tools as ListedTool[]));
         cursor = page.nextCursor;
       } while (cursor);
