@@ -6,7 +6,7 @@
  */
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startLocalPostgres, startLocalRedis } from '../test/support/local-services.js';
+import { startLocalPostgres, startLocalRedis } from '../test/support/services/local-services.js';
 
 const dir = resolve(process.env.AGENTLOOM_SERVICES_DIR ?? '.services');
 mkdirSync(dir, { recursive: true });

@@ -1,7 +1,7 @@
 /**
  * The benchmark's own servers: a durable PostgreSQL 15 (fsync and synchronous_commit ON, unlike the tests'
  * throwaway server; pg_stat_statements preloaded for the statement counts) and a Redis, both on free loopback
- * ports under a temporary directory. Redis and the helpers come from test/support/local-services.ts; PostgreSQL
+ * ports under a temporary directory. Redis and the helpers come from test/support/services/local-services.ts; PostgreSQL
  * is started here because that module's server is fsync-off by design and takes no settings.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -13,7 +13,7 @@ import {
   freePort,
   startLocalRedis,
   type LocalServer,
-} from '../../test/support/local-services.js';
+} from '../../test/support/services/local-services.js';
 
 export { startLocalRedis, type LocalServer };
 

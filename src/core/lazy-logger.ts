@@ -1,7 +1,7 @@
 /**
  * A pino child logger made only when a line is logged at an enabled level. pino serializes a child's bindings
  * when the child is made — through the redaction's wildcard paths (log-redaction.ts) — so a child per step costs
- * every step that work, though almost every step logs nothing at the default level (issue 33: the redaction was
+ * every step that work, though almost every step logs nothing at the default level (the redaction was
  * ~5% of a worker's time in W2's profile).
  */
 import type { Logger } from 'pino';

@@ -69,7 +69,7 @@ export interface GenerateOptions {
    */
   sendLeased?: <T>(send: () => Promise<T>) => Promise<T>;
   /**
-   * The engine's shared rate limiter (issue 35): an adapter calls it when the provider answers 429 with a
+   * The engine's shared rate limiter: an adapter calls it when the provider answers 429 with a
    * retry-after, before retrying; it may throw (the step then waits without holding its worker), and the error
    * must pass through as it is.
    */

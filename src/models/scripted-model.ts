@@ -135,7 +135,7 @@ function throwIfAborted(signal: AbortSignal | undefined, name: string): void {
 /**
  * A deep copy of the request's data, without its signal: a kept request must not hold its step alive (the step's
  * abort listeners on the signal reach its whole runtime — invocation, state, tools — and 1000 kept requests per
- * model held a worker's heap growing for most of an hour of the soak, issue 34).
+ * model held a worker's heap growing for most of an hour of the soak).
  */
 function copyRequest(request: ModelRequest): ModelRequest {
   const { signal: _signal, ...data } = request;

@@ -86,7 +86,7 @@ const PG_BULK_FROM = 10;
 /**
  * The length BullMQ trims each queue's event stream (`bull:<queue>:events`, read only by a `QueueEvents` or a
  * dashboard; agentloom reads nothing from it) to, approximately. BullMQ's default, 10 000, is ~1.4 MB of Redis per
- * queue that a quiet queue takes an hour or more to fill: the soak saw Redis grow for 45 minutes (issue 34).
+ * queue that a quiet queue takes an hour or more to fill: the soak saw Redis grow for 45 minutes.
  */
 export const EVENTS_MAX_LEN = 1_000;
 

@@ -1,5 +1,5 @@
 /**
- * Model rate limits shared by every worker (issue 35): requests and tokens per minute and calls in flight, per
+ * Model rate limits shared by every worker: requests and tokens per minute and calls in flight, per
  * model id, per provider or for every model (`*`), each optionally per app; in Redis when there is one, else in
  * PostgreSQL, else in this process's memory. Built on rate-limiter-flexible (maintained, atomic Lua scripts on
  * Redis, one atomic upsert on PostgreSQL, the same API over all three) rather than our own bucket arithmetic.

@@ -1,5 +1,5 @@
 /**
- * `agentloom dev` as an A2A server (issue 31, acceptance 1) driven by `@a2a-js/sdk` 0.3.x's own client (A2A v0.3,
+ * `agentloom dev` as an A2A server driven by `@a2a-js/sdk` 0.3.x's own client (A2A v0.3,
  * the protocol kagent's and ADK's clients speak), installed as `a2a-sdk-v03`, at kagent's path: the card; a
  * confirmation asked as `input-required` on send, answered by a stream on the same task (events in order, the final
  * artifact, `completed` last); get with a history length; a dropped stream resumed with `tasks/resubscribe` and ended
@@ -14,8 +14,8 @@ import type {
   TaskStatusUpdateEvent,
 } from 'a2a-sdk-v03';
 import { ClientFactory, TaskNotCancelableError, TaskNotFoundError, type Client } from 'a2a-sdk-v03/client';
-import { freePort } from '../support/cli.js';
-import { DEV_START_MS, DevProcesses, invocationCount } from '../support/a2a-dev.js';
+import { freePort } from '../support/processes/cli.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../support/processes/a2a-dev.js';
 
 const devs = new DevProcesses();
 afterAll(() => devs.stopAll());

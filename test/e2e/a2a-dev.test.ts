@@ -1,5 +1,5 @@
 /**
- * `agentloom dev` as an A2A server (issue 31), driven by `@a2a-js/sdk`'s own 1.x client at kagent's path: the card,
+ * `agentloom dev` as an A2A server, driven by `@a2a-js/sdk`'s own 1.x client at kagent's path: the card,
  * a confirmation as `input-required` answered on the same task, a long-running call answered with `{callId,
  * response}` after a restart of `dev` (the task is the invocation: it outlives the process), a dropped stream
  * resumed with SubscribeToTask and ended by CancelTask, and a v0.3 `message/send` with curl's body from the README;
@@ -10,8 +10,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { freePort } from '../support/cli.js';
-import { DEV_START_MS, DevProcesses, invocationCount } from '../support/a2a-dev.js';
+import { freePort } from '../support/processes/cli.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../support/processes/a2a-dev.js';
 
 const START_TIMEOUT_MS = DEV_START_MS + 10_000;
 const devs = new DevProcesses();

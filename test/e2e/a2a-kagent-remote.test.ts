@@ -1,5 +1,5 @@
 /**
- * A kagent folder whose workflow subagents have `url`s (reference 001's SubagentConfig; issue 31, acceptance 4):
+ * A kagent folder whose workflow subagents have `url`s (reference 001's SubagentConfig):
  * examples/kagent-remote validates, and runs end to end on `agentloom dev`, started by a `curl` child process with a
  * `message/send` at kagent's path `/api/a2a/{namespace}/{name}`; its two steps are apps of a second `agentloom dev`
  * (the example's remote-apps.ts), which ran each once.
@@ -9,8 +9,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO, runCli, show } from '../support/cli.js';
-import { DEV_START_MS, DevProcesses, invocationCount } from '../support/a2a-dev.js';
+import { freePort, REPO, runCli, show } from '../support/processes/cli.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../support/processes/a2a-dev.js';
 
 const EXAMPLE = join(REPO, 'examples/kagent-remote');
 const REGISTRY = join(EXAMPLE, 'scripted-models.ts');

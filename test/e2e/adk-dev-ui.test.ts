@@ -1,5 +1,5 @@
 /**
- * ADK's own dev UI (`@google/adk-devtools` 2.0, the Angular app `adk web` serves; issue 22) driven in a real
+ * ADK's own dev UI (`@google/adk-devtools` 2.0, the Angular app `adk web` serves) driven in a real
  * headless Chromium (Debian's `chromium`, playwright-core) against `agentloom dev` started where that package is
  * installed, on PGlite from a clean data directory, with the example app and the CLI tests' apps:
  *
@@ -12,7 +12,7 @@
  * - no uncaught error and no console error in the page, other than the requests the UI makes for what agentloom
  *   does not serve (its builder and evals: 404) and the Google fonts it cannot reach here.
  *
- * Nothing of the UI is ours: it is the package as npm serves it (test/support/adk-devtools.ts).
+ * Nothing of the UI is ours: it is the package as npm serves it (test/support/processes/adk-devtools.ts).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -20,9 +20,9 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_INPUT } from '../../src/cli/dev/demo-app.js';
-import { adkDevtoolsProject } from '../support/adk-devtools.js';
-import { launchBrowser, openPage, type PageTrouble } from '../support/browser.js';
-import { CLI, freePort, REPO, ServerProcess } from '../support/cli.js';
+import { adkDevtoolsProject } from '../support/processes/adk-devtools.js';
+import { launchBrowser, openPage, type PageTrouble } from '../support/processes/browser.js';
+import { CLI, freePort, REPO, ServerProcess } from '../support/processes/cli.js';
 
 const APPS = join(REPO, 'test/e2e/fixtures/cli-apps.ts');
 /** How long the UI gets to show what a run did (a busy machine runs the whole pipeline in this time). */

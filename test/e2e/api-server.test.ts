@@ -17,8 +17,8 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fileServices } from '../support/cluster.js';
-import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
+import { fileServices } from '../support/processes/cluster.js';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/processes/cli.js';
 import {
   approveScenario,
   cancelScenario,
@@ -26,10 +26,10 @@ import {
   respondScenario,
   retryScenario,
   type CliTarget,
-} from '../support/cli-scenarios.js';
-import { postWithFetch, postWithHttp, type BigPostResult } from '../support/big-body.js';
-import { exampleRunOverSse } from '../support/example-flow.js';
-import { waitFor } from '../support/wait-for.js';
+} from '../support/scenarios/cli-scenarios.js';
+import { postWithFetch, postWithHttp, type BigPostResult } from '../support/client/big-body.js';
+import { exampleRunOverSse } from '../support/scenarios/example-flow.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const KEY = 'e2e-ops-key-0123456789';
 const AUTH = { authorization: `Bearer ${KEY}` };

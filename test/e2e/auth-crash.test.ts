@@ -17,11 +17,10 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
-import { createTestDatabase } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
-
-type Json = Record<string, unknown>;
+import { freePort, REPO, ServerProcess } from '../support/processes/cli.js';
+import { createTestDatabase } from '../support/services/services.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { runReaches } from '../support/client/runs.js';
 const provider = new FakeOAuthServer();
 const client = provider.addClient('calendar-crash');
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-auth-crash-'));
@@ -46,7 +45,11 @@ afterAll(async () => {
   await provider.stop();
 });
 
-async function startServer(crashAt?: string): Promise<string> {
+/** The API process started last (a restarted one listens on the same port); callbacks are called by whole URL. */
+let serverUrl = '';
+const http = apiClient({ base: () => serverUrl });
+
+async function startServer(crashAt?: string): Promise<void> {
   server = new ServerProcess(
     [join(REPO, 'test/fixtures/oauth2-api-process.ts')],
     {
@@ -62,42 +65,22 @@ async function startServer(crashAt?: string): Promise<string> {
     [process.execPath, '--import', 'tsx'],
   );
   const [, url] = await server.waitForOutput(/listening (\S+)/, { what: 'the API process to listen' });
-  return url as string;
+  serverUrl = url as string;
 }
 
-async function json(url: string, init?: RequestInit): Promise<{ status: number; body: Json }> {
-  const response = await fetch(url, init);
-  const text = await response.text();
-  return { status: response.status, body: text.startsWith('{') ? (JSON.parse(text) as Json) : { text } };
-}
-
-async function pausedForAuth(base: string, id: string): Promise<Json> {
-  const view = await waitFor(
-    async () => {
-      const { body } = await json(`${base}/v1/invocations/${id}`);
-      return body.status === 'paused' ? body : undefined;
-    },
-    { timeoutMs: 60_000, intervalMs: 100, what: 'the run to pause for auth' },
-  );
+async function pausedForAuth(id: string): Promise<Json> {
+  const view = await runReaches(http, id, 'paused');
   const pending = view.pending as Json[];
   expect(pending).toMatchObject([{ kind: 'auth' }]);
   return pending[0]!;
 }
 
-async function completed(base: string, id: string): Promise<void> {
-  await waitFor(async () => (await json(`${base}/v1/invocations/${id}`)).body.status === 'completed', {
-    timeoutMs: 60_000,
-    intervalMs: 100,
-    what: 'the run to complete',
-  });
+async function completed(id: string): Promise<void> {
+  await runReaches(http, id, 'completed');
 }
 
-async function start(base: string, userId: string): Promise<string> {
-  const { body } = await json(`${base}/v1/apps/calendar/invocations`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ userId, input: 'go' }),
-  });
+async function start(userId: string): Promise<string> {
+  const { body } = await http('POST', '/v1/apps/calendar/invocations', { userId, input: 'go' });
   return body.invocationId as string;
 }
 
@@ -120,9 +103,9 @@ async function storedFor(userId: string): Promise<number> {
 
 describe('a crash while a consent completes', () => {
   it('between the code exchange and the store: nothing stored, the code is spent, a new consent completes the run', async () => {
-    let base = await startServer('after-code-exchange');
-    const id = await start(base, 'alice');
-    const pending = await pausedForAuth(base, id);
+    await startServer('after-code-exchange');
+    const id = await start('alice');
+    const pending = await pausedForAuth(id);
     const callback = await consent((pending.auth as Json).authorizationUrl as string);
     const exchanges = provider.stats.exchanges;
     await expect(fetch(callback)).rejects.toThrow();
@@ -130,37 +113,37 @@ describe('a crash while a consent completes', () => {
     expect(provider.stats.exchanges - exchanges).toBe(1);
     expect(await storedFor('alice')).toBe(0);
 
-    base = await startServer();
-    const still = await pausedForAuth(base, id);
+    await startServer();
+    const still = await pausedForAuth(id);
     expect(still.callId).toBe(pending.callId);
     // The same callback again: the provider refuses the spent code; still nothing stored, still waiting.
-    const again = await json(callback);
+    const again = await http('GET', callback);
     expect(again.status).toBe(400);
-    expect(again.body.text).toContain('invalid_grant');
+    expect(again.text).toContain('invalid_grant');
     expect(await storedFor('alice')).toBe(0);
     // A new consent.
-    const fresh = await json(await consent((still.auth as Json).authorizationUrl as string));
+    const fresh = await http('GET', await consent((still.auth as Json).authorizationUrl as string));
     expect(fresh.status).toBe(200);
-    await completed(base, id);
+    await completed(id);
     expect(await storedFor('alice')).toBe(1);
     expect(toolRuns(id)).toBe(1);
     await server!.stop('SIGTERM');
   });
 
   it('after the token was stored: the next process resumes the run without asking again', async () => {
-    let base = await startServer('after-credential-stored');
-    const id = await start(base, 'bob');
-    const pending = await pausedForAuth(base, id);
+    await startServer('after-credential-stored');
+    const id = await start('bob');
+    const pending = await pausedForAuth(id);
     const callback = await consent((pending.auth as Json).authorizationUrl as string);
     await expect(fetch(callback)).rejects.toThrow();
     expect((await server!.exited).signal).toBe('SIGKILL');
     expect(await storedFor('bob')).toBe(1);
     expect(toolRuns(id)).toBe(0);
 
-    base = await startServer();
-    await completed(base, id);
+    await startServer();
+    await completed(id);
     expect(toolRuns(id)).toBe(1);
-    const { body } = await json(`${base}/v1/invocations/${id}/requests`);
+    const { body } = await http('GET', `/v1/invocations/${id}/requests`);
     expect((body.requests as Json[]).map((r) => [r.kind, r.status])).toEqual([['auth', 'answered']]);
     await server!.stop('SIGTERM');
   });

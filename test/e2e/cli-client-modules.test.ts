@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CLI, cliEnv, freePort, REPO } from '../support/cli.js';
+import { CLI, cliEnv, freePort, REPO } from '../support/processes/cli.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-modules-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -62,7 +62,7 @@ describe('client commands load no server-side module', () => {
       process.execPath,
       [
         '--import',
-        join(REPO, 'test/support/record-modules.mjs'),
+        join(REPO, 'test/support/processes/record-modules.mjs'),
         CLI,
         ...args,
         '--url',

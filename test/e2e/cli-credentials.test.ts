@@ -10,8 +10,8 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { createEngine, type Engine } from '../../src/index.js';
-import { runCli, show, type CliResult } from '../support/cli.js';
-import { createTestDatabase } from '../support/services.js';
+import { runCli, show, type CliResult } from '../support/processes/cli.js';
+import { createTestDatabase } from '../support/services/services.js';
 import { apps, secretDigest } from './fixtures/auth-apps.js';
 
 const OPS = 'ops-key-0123456789';

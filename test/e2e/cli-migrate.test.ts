@@ -1,7 +1,7 @@
 /** `agentloom migrate` as an operator runs it: a real process against a real, empty PostgreSQL database. */
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { createEmptyDatabase } from '../support/services.js';
+import { createEmptyDatabase } from '../support/services/services.js';
 
 function cli(args: string[], env: Record<string, string | undefined> = {}) {
   return spawnSync(process.execPath, ['bin/agentloom.js', ...args], {

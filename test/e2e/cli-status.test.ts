@@ -9,9 +9,9 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { createEngine, FunctionTool, SequentialAgent, type Engine } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { freePort, runCli, show } from '../support/cli.js';
-import { createTestDatabase } from '../support/services.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { freePort, runCli, show } from '../support/processes/cli.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const url = await createTestDatabase();
 let engine: Engine;

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, ServerProcess } from '../support/cli.js';
+import { freePort, ServerProcess } from '../support/processes/cli.js';
 
 const DIR = 'test/fixtures/yaml/secrets';
 const data = mkdtempSync(join(tmpdir(), 'agentloom-validate-secrets-'));

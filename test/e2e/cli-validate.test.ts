@@ -3,7 +3,7 @@
  * checks tool and model names as `dev --apps PATH` and `worker --apps PATH` load them (built-in tools, Gemini ids,
  * the files' ModelConfigs, and with `--registry MODULE` that module's exports), through the loader's own code path:
  * what validates loads in real `dev` and `worker` processes (with the definition hash validate printed), and what
- * fails validation fails there, with the same problems (issue 18). A JS/TS apps module is loaded as `dev --apps` loads
+ * fails validation fails there, with the same problems. A JS/TS apps module is loaded as `dev --apps` loads
  * it and its problems named one a line.
  */
 import { spawnSync } from 'node:child_process';
@@ -13,8 +13,8 @@ import { join, relative } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadAppsModule } from '../../src/engine/apps/apps-module.js';
 import { registerApps } from '../../src/engine/apps/registry.js';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { freePort, REPO, ServerProcess } from '../support/processes/cli.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
 
 function validate(...args: string[]) {
   return validateWith({}, ...args);

@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage } from '../support/browser.js';
-import { freePort, REPO } from '../support/cli.js';
-import { DEV_START_MS, DevProcesses } from '../support/a2a-dev.js';
-import { waitFor } from '../support/wait-for.js';
+import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { freePort, REPO } from '../support/processes/cli.js';
+import { DEV_START_MS, DevProcesses } from '../support/processes/a2a-dev.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const devs = new DevProcesses();
 let browser: Browser;

@@ -9,9 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../console/build.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { ScriptedModel, type Engine } from '../../src/index.js';
-import { launchBrowser, openPage } from '../support/browser.js';
-import { backends, engineOn } from '../support/engines.js';
-import { forkApps, Ledger, respond } from '../support/fork-apps.js';
+import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
 const SHOWS_MS = 15_000;
 

@@ -1,5 +1,5 @@
 /**
- * A remote agent's question answered in the web console (issue 31, acceptance 3), in a real headless Chromium: a
+ * A remote agent's question answered in the web console, in a real headless Chromium: a
  * RemoteA2aAgent on `agentloom dev` whose remote (an agent on `@a2a-js/sdk`'s server) asks for input pauses our run;
  * the inbox shows what the remote asked and its task; the answer typed there goes to the remote task, which
  * completes, and so does our run, with the remote's answer as its output.
@@ -7,12 +7,12 @@
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage } from '../support/browser.js';
-import { freePort, REPO } from '../support/cli.js';
-import { clientFor } from '../support/a2a-client.js';
-import { DEV_START_MS, DevProcesses } from '../support/a2a-dev.js';
-import { startSdkAgent } from '../support/a2a-sdk-server.js';
-import { waitFor } from '../support/wait-for.js';
+import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { freePort, REPO } from '../support/processes/cli.js';
+import { clientFor } from '../support/client/a2a-client.js';
+import { DEV_START_MS, DevProcesses } from '../support/processes/a2a-dev.js';
+import { startSdkAgent } from '../support/wire/a2a-sdk-server.js';
+import { waitFor } from '../support/assert/wait-for.js';
 import { A2A_URL_ENV } from './fixtures/remote-a2a-apps.js';
 import { join } from 'node:path';
 import { TaskState } from '@a2a-js/sdk';

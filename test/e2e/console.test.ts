@@ -1,7 +1,7 @@
 /**
  * The web console in a real headless Chromium (Debian's `chromium`, driven by playwright-core), against
  * `agentloom dev` on PGlite from a clean data directory, and against `agentloom api` + one `agentloom worker` on
- * PostgreSQL and Redis — the same scenarios (test/support/console-scenarios.ts), the same files served:
+ * PostgreSQL and Redis — the same scenarios (test/support/scenarios/console-scenarios.ts), the same files served:
  *
  * - sign-in with API keys (a wrong key refused plainly); a key for one app sees only that app's runs and calls;
  * - a run started from the CLI appears in the runs list without a reload; its pause shows in the inbox with the
@@ -25,8 +25,8 @@ import { join } from 'node:path';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage, type PageTrouble } from '../support/browser.js';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
+import { launchBrowser, openPage, type PageTrouble } from '../support/processes/browser.js';
+import { freePort, REPO, ServerProcess } from '../support/processes/cli.js';
 import {
   answersFromConsole,
   approveFromConsole,
@@ -36,9 +36,9 @@ import {
   firstLoadBytes,
   keyScopeInConsole,
   type ConsoleTarget,
-} from '../support/console-scenarios.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+} from '../support/scenarios/console-scenarios.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const APPS = join(REPO, 'test/e2e/fixtures/console-apps.ts');
 /**

@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, runCli, ServerProcess, show } from '../support/cli.js';
-import { waitFor } from '../support/wait-for.js';
+import { freePort, runCli, ServerProcess, show } from '../support/processes/cli.js';
+import { waitFor } from '../support/assert/wait-for.js';
 import { secretDigest } from './fixtures/auth-apps.js';
 
 /** Starting on a fresh PGlite directory takes seconds; on a busy machine many more. */

@@ -12,7 +12,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/processes/cli.js';
 import {
   approveScenario,
   cancelScenario,
@@ -21,9 +21,9 @@ import {
   retryScenario,
   usageScenario,
   type CliTarget,
-} from '../support/cli-scenarios.js';
-import { exampleRunOverSse } from '../support/example-flow.js';
-import { parseExposition, value } from '../support/prometheus-text.js';
+} from '../support/scenarios/cli-scenarios.js';
+import { exampleRunOverSse } from '../support/scenarios/example-flow.js';
+import { parseExposition, value } from '../support/assert/prometheus-text.js';
 
 /** Starting on a fresh PGlite directory takes seconds; on a busy machine many more. */
 const START_TIMEOUT_MS = 180_000;

@@ -13,9 +13,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type Task } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
-import { freePort, ServerProcess } from '../support/cli.js';
-import { kagentExample } from '../support/kagent-example.js';
-import { waitFor } from '../support/wait-for.js';
+import { freePort, ServerProcess } from '../support/processes/cli.js';
+import { kagentExample } from '../support/processes/kagent-example.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { runReaches } from '../support/client/runs.js';
 
 const data = mkdtempSync(join(tmpdir(), 'agentloom-kagent-mcp-'));
 let example: Awaited<ReturnType<typeof kagentExample>>;
@@ -50,17 +51,7 @@ afterAll(async () => {
   rmSync(data, { recursive: true, force: true });
 }, 60_000);
 
-async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    ...(body === undefined
-      ? {}
-      : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  expect(response.ok, `${method} ${path}: ${response.status} ${text}`).toBe(true);
-  return JSON.parse(text) as T;
-}
+const http = apiClient({ base: () => url, requireOk: true });
 
 interface Invocation {
   id: string;
@@ -69,40 +60,37 @@ interface Invocation {
   pending: { callId: string; kind: string; name: string; args: Record<string, unknown> }[];
 }
 
-async function until(id: string, status: string): Promise<Invocation> {
-  return waitFor(
-    async () => {
-      const inv = await api<Invocation>('GET', `/v1/invocations/${id}`);
-      if (['failed', 'cancelled'].includes(inv.status))
-        throw new Error(`run ${inv.status}: ${JSON.stringify(inv)}`);
-      return inv.status === status ? inv : undefined;
-    },
-    { timeoutMs: 120_000, intervalMs: 200, what: `run ${id} to be ${status}` },
-  );
-}
+/** The run once it has `status`; a run that fails or is cancelled fails the test at once. */
+const until = (id: string, status: string) =>
+  runReaches(http, id, status, {
+    timeoutMs: 120_000,
+    intervalMs: 200,
+    failOn: ['failed', 'cancelled'],
+  }) as Promise<Json & Invocation>;
 
 describe('examples/kagent MCP tools under agentloom dev', () => {
   it('runs the pipeline: save_note on the MCPServer (approved), then search_notes on the RemoteMCPServer', async () => {
-    const { invocationId } = await api<{ invocationId: string }>(
-      'POST',
-      '/v1/apps/code-development-pipeline/invocations',
-      { userId: 'ann', input: 'write fib' },
-    );
+    const { invocationId } = (
+      await http('POST', '/v1/apps/code-development-pipeline/invocations', {
+        userId: 'ann',
+        input: 'write fib',
+      })
+    ).body as { invocationId: string };
     const paused = await until(invocationId, 'paused');
     expect(paused.pending).toMatchObject([
       { kind: 'confirmation', name: 'save_note', args: { title: 'fib' } },
     ]);
-    await api('POST', `/v1/invocations/${invocationId}/confirmations/${paused.pending[0]!.callId}`, {
+    await http('POST', `/v1/invocations/${invocationId}/confirmations/${paused.pending[0]!.callId}`, {
       confirmed: true,
     });
     const done = await until(invocationId, 'completed');
     expect(done.output).toContain('@cache');
 
-    const { events } = await api<{
+    const { events } = (await http('GET', `/v1/invocations/${invocationId}/events`)).body as {
       events: {
         content?: { parts?: { functionResponse?: { name: string; response: Record<string, unknown> } }[] };
       }[];
-    }>('GET', `/v1/invocations/${invocationId}/events`);
+    };
     const responses = events.flatMap((e) =>
       (e.content?.parts ?? []).flatMap((p) => (p.functionResponse ? [p.functionResponse] : [])),
     );

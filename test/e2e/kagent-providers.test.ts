@@ -2,7 +2,7 @@
  * Reference 001's four examples on each provider of a kagent ModelConfig. For OpenAI,
  * Anthropic, Ollama and AzureOpenAI, each example of test/fixtures/kagent-reference/ (sequential, parallel, loop,
  * nested) is copied with a `default-model-config` ModelConfig of that provider pointing at a wire server in this
- * process (test/support/kagent-provider-wire.ts), its key in the variable `apiKeySecretKey` names (not for Ollama):
+ * process (test/support/wire/kagent-provider-wire.ts), its key in the variable `apiKeySecretKey` names (not for Ollama):
  * - `agentloom validate <folder>` exits 0;
  * - `agentloom dev --apps <folder>` (one process per folder: a kagent folder is one app) runs it through its HTTP API
  *   to completion; every model call reached the wire server in the provider's format (path, key header, model,
@@ -18,7 +18,7 @@ import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, runCli, ServerProcess, show } from '../support/cli.js';
+import { REPO, runCli, ServerProcess, show } from '../support/processes/cli.js';
 import {
   expectedWire,
   KAGENT_PROVIDERS,
@@ -29,8 +29,9 @@ import {
   type AnsweredCall,
   type KagentProvider,
   type ProviderWire,
-} from '../support/kagent-provider-wire.js';
-import { waitFor } from '../support/wait-for.js';
+} from '../support/wire/kagent-provider-wire.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { runReaches } from '../support/client/runs.js';
 
 const FIXTURES = join(REPO, 'test/fixtures/kagent-reference');
 const root = mkdtempSync(join(tmpdir(), 'agentloom-kagent-providers-'));
@@ -72,30 +73,18 @@ async function runUnderDev(dir: string, app: string, env: Record<string, string>
       timeoutMs: START_TIMEOUT_MS,
       what: 'dev',
     });
-    const api = async <T>(path: string, body?: unknown): Promise<T> => {
-      const response = await fetch(`${url}${path}`, {
-        method: body === undefined ? 'GET' : 'POST',
-        ...(body === undefined
-          ? {}
-          : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    const http = apiClient({ base: url as string, requireOk: true });
+    const run = async (): Promise<Json> => {
+      const { body } = await http('POST', `/v1/apps/${app}/invocations`, {
+        userId: 'ann',
+        input: 'Build it.',
       });
-      const text = await response.text();
-      expect(response.ok, `${path}: ${response.status} ${text}\n${dev.output}`).toBe(true);
-      return JSON.parse(text) as T;
+      return runReaches(http, body.invocationId as string, 'completed', { failOn: ['failed', 'cancelled'] });
     };
-    const { invocationId } = await api<{ invocationId: string }>(`/v1/apps/${app}/invocations`, {
-      userId: 'ann',
-      input: 'Build it.',
-    });
-    invocation = await waitFor(
-      async () => {
-        const inv = await api<Invocation>(`/v1/invocations/${invocationId}`);
-        if (['failed', 'cancelled'].includes(inv.status))
-          throw new Error(`run ${inv.status}: ${JSON.stringify(inv)}\n${dev.output}`);
-        return inv.status === 'completed' ? inv : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 100, what: `run of ${app} to complete` },
-    );
+    // A refused call or a failed run is shown with what the dev printed.
+    invocation = (await run().catch((err: Error) => {
+      throw new Error(`${err.message}\n${dev.output}`, { cause: err });
+    })) as Json & Invocation;
   } finally {
     await dev.stop('SIGTERM');
   }

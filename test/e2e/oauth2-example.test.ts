@@ -11,8 +11,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
-import { waitFor } from '../support/wait-for.js';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/processes/cli.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-oauth2-example-'));
 const secret = randomBytes(16).toString('hex');

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { postWithHttp, type BigPostResult, type ConnectionMode } from '../support/big-body.js';
-import { freePort, REPO, ServerProcess } from '../support/cli.js';
-import { createTestDatabase } from '../support/services.js';
+import { postWithHttp, type BigPostResult, type ConnectionMode } from '../support/client/big-body.js';
+import { freePort, REPO, ServerProcess } from '../support/processes/cli.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const KEY = 'e2e-refused-body-key-0123456789';
 const APPS = join(REPO, 'test/e2e/fixtures/service-apps.ts');

@@ -9,11 +9,11 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO } from '../support/cli.js';
-import { DEV_START_MS, DevProcesses } from '../support/a2a-dev.js';
-import { startSdkV03Agent, type SdkV03Agent } from '../support/a2a-sdk-v03-server.js';
-import { gate } from '../support/agents.js';
-import { waitFor } from '../support/wait-for.js';
+import { freePort, REPO } from '../support/processes/cli.js';
+import { DEV_START_MS, DevProcesses } from '../support/processes/a2a-dev.js';
+import { startSdkV03Agent, type SdkV03Agent } from '../support/wire/a2a-sdk-v03-server.js';
+import { gate } from '../fixtures/agents.js';
+import { waitFor } from '../support/assert/wait-for.js';
 import { A2A_URL_ENV } from './fixtures/remote-a2a-apps.js';
 
 const devs = new DevProcesses();

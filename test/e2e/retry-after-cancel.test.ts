@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { InvocationView } from '../../src/index.js';
-import { Cluster, enqueueRuns, fileServices, openGate, waitForMarks } from '../support/cluster.js';
+import { Cluster, enqueueRuns, fileServices, openGate, waitForMarks } from '../support/processes/cluster.js';
 
 // A lease no busy machine outlasts: nothing here may be taken over.
 const { options, engine, db } = await fileServices({ leaseMs: 15_000 });

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
-import { REPO } from '../support/cli.js';
+import { REPO } from '../support/processes/cli.js';
 
 const out = mkdtempSync(join(tmpdir(), 'agentloom-soak-test-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));

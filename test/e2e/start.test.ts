@@ -12,8 +12,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort, REPO, runCli, ServerProcess, show } from '../support/cli.js';
-import { waitFor } from '../support/wait-for.js';
+import { freePort, REPO, runCli, ServerProcess, show } from '../support/processes/cli.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-start-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -7,9 +7,9 @@ import { join, resolve } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/index.js';
-import { WorkerProcess } from '../support/cluster.js';
-import { parseExposition, value } from '../support/prometheus-text.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { WorkerProcess } from '../support/processes/cluster.js';
+import { parseExposition, value } from '../support/assert/prometheus-text.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
 import { apps, CACHED_TOKENS, models, OUTPUT_TOKENS, PROMPT_TOKENS, tools } from './fixtures/metrics-apps.js';
 
 const APPS_MODULE = join(resolve(import.meta.dirname), 'fixtures/metrics-apps.ts');

@@ -1,6 +1,6 @@
 /**
  * The A2A server beyond the 1.x client's happy paths, on PostgreSQL through a real API server (the setting:
- * test/support/a2a-server.ts): v0.3-shaped JSON-RPC (`message/send`, `message/stream`, `tasks/resubscribe` …) on
+ * test/support/scenarios/a2a-server.ts): v0.3-shaped JSON-RPC (`message/send`, `message/stream`, `tasks/resubscribe` …) on
  * the same endpoint; heartbeat comments on a long stream; a task a dropped stream started served by another API
  * process; the spec's error codes for bad requests, which store nothing; API keys: none → 401, another app's key →
  * refused; a caller's traceparent making the task a run of its trace.
@@ -9,8 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Engine } from '../../src/index.js';
 import { listInvocations } from '../../src/store/repos/invocations.js';
-import { asTask, clientFor, collect, send, sseResults, textsOf } from '../support/a2a-client.js';
-import { a2aServerSetting, KEY, OTHER, type Json } from '../support/a2a-server.js';
+import { asTask, clientFor, collect, send, sseResults, textsOf } from '../support/client/a2a-client.js';
+import { a2aServerSetting, KEY, OTHER, type Json } from '../support/scenarios/a2a-server.js';
 
 const setting = a2aServerSetting();
 const { gates, rpc } = setting;

@@ -1,6 +1,6 @@
 /**
  * Every app an A2A server, on PostgreSQL through a real API server, driven by `@a2a-js/sdk`'s own 1.x client
- * (the setting: test/support/a2a-server.ts): the card (kagent's path too, the bearer scheme with API keys),
+ * (the setting: test/support/scenarios/a2a-server.ts): the card (kagent's path too, the bearer scheme with API keys),
  * blocking and non-blocking sends, a stream in order with the output as the final artifact, get with
  * historyLength, cancel, resubscribe after a dropped stream, a confirmation as `input-required` answered with a
  * DataPart on the same task, a conversation continued by contextId. v0.3 shapes, long streams, another API
@@ -9,8 +9,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ListTasksRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Engine } from '../../src/index.js';
-import { asTask, clientFor, collect, send, textsOf } from '../support/a2a-client.js';
-import { a2aServerSetting, type Json } from '../support/a2a-server.js';
+import { asTask, clientFor, collect, send, textsOf } from '../support/client/a2a-client.js';
+import { a2aServerSetting, type Json } from '../support/scenarios/a2a-server.js';
 
 const setting = a2aServerSetting();
 const { gates, rpc } = setting;

@@ -1,5 +1,5 @@
 /**
- * Conformance to Google ADK where a user porting an ADK app would notice (issue 8, docs/semantics-additions.md):
+ * Conformance to Google ADK where a user porting an ADK app would notice (docs/semantics-additions.md):
  * branch visibility across parallel stages, AgentTool output schemas, callbacks that run once and in chains,
  * outputKey and the LLM-call budget around callback answers, tool responses in call order, long-running call ids
  * on the model event, templating, and the next message going to the agent that took the conversation over. Run
@@ -21,9 +21,9 @@ import {
   type EnqueueInput,
   type Event,
 } from '../../src/index.js';
-import { call, scripted, seenText } from '../support/agents.js';
-import { backends, engineOn, type Backend } from '../support/engines.js';
-import { waitFor } from '../support/wait-for.js';
+import { call, scripted, seenText } from '../fixtures/agents.js';
+import { backends, engineOn, type Backend } from '../support/services/engines.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 /** The engine of the running test, for tools that wait on what other branches stored. */
 interface EngineRef {

@@ -23,9 +23,10 @@ import {
   type ModelResponse,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { keysOutsideAdkModel } from '../support/adk-event-model.js';
-import { call } from '../support/agents.js';
-import { createTestDatabase } from '../support/services.js';
+import { keysOutsideAdkModel } from '../support/assert/adk-event-model.js';
+import { call } from '../fixtures/agents.js';
+import { apiClient } from '../support/client/http-client.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
 type Json = any;
@@ -111,17 +112,16 @@ function metered(
   return new LlmAgent({ name, model: new ScriptedModel({ respond: reply, usage: USAGE }), ...options });
 }
 
-async function post(path: string, body: unknown): Promise<Response> {
-  return fetch(`${base}${path}`, {
+const http = apiClient<Json>({ base: () => base });
+
+/** `/run_sse`, read block by block as it arrives; `onEvent` sees each event as it comes. */
+async function runSse(body: Json, onEvent: (event: Json) => void = () => undefined): Promise<Json[]> {
+  // Read as it streams, so not through the client (which reads an answer whole).
+  const response = await fetch(`${base}/run_sse`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),
   });
-}
-
-/** `/run_sse`, read block by block as it arrives; `onEvent` sees each event as it comes. */
-async function runSse(body: Json, onEvent: (event: Json) => void = () => undefined): Promise<Json[]> {
-  const response = await post('/run_sse', body);
   expect(response.status).toBe(200);
   const reader = (response.body as ReadableStream<Uint8Array>)
     .pipeThrough(new TextDecoderStream())
@@ -154,9 +154,9 @@ async function send(route: Route, body: Json): Promise<Json[]> {
     });
   }
   stream.open = true;
-  const response = await post('/run', body);
+  const response = await http('POST', '/run', body);
   expect(response.status).toBe(200);
-  return (await response.json()) as Json[];
+  return response.body as Json[];
 }
 
 /**
@@ -165,7 +165,7 @@ async function send(route: Route, body: Json): Promise<Json[]> {
  */
 async function converse(route: Route, app: string): Promise<{ answered: Json[]; stored: Json[] }> {
   const user = `u-${route.slice(1)}`;
-  const session = (await (await post(`/apps/${app}/users/${user}/sessions`, {})).json()) as Json;
+  const { body: session } = await http('POST', `/apps/${app}/users/${user}/sessions`, {});
   const ids = { appName: app, userId: user, sessionId: session.id };
   stream.open = false;
   const answered = await send(route, { ...ids, newMessage: { role: 'user', parts: [{ text: 'hello' }] } });
@@ -182,9 +182,9 @@ async function converse(route: Route, app: string): Promise<{ answered: Json[]; 
     latest = await send(route, { ...ids, newMessage: { role: 'user', parts } });
     answered.push(...latest);
   }
-  const stored = await fetch(`${base}/apps/${app}/users/${user}/sessions/${session.id}`);
+  const stored = await http('GET', `/apps/${app}/users/${user}/sessions/${session.id}`);
   expect(stored.status).toBe(200);
-  return { answered, stored: ((await stored.json()) as Json).events };
+  return { answered, stored: stored.body.events };
 }
 
 const APPS = ['desk', 'mail', 'jobs', 'routing', 'stream'];
@@ -232,7 +232,7 @@ describe('/v1', () => {
   it("keeps the engine's own fields on a model event", async () => {
     const { answered } = await converse('/run', 'stream');
     const invocationId = answered[0].invocationId;
-    const { events } = (await (await fetch(`${base}/v1/invocations/${invocationId}/events`)).json()) as Json;
+    const { events } = (await http('GET', `/v1/invocations/${invocationId}/events`)).body;
     const model = events.find((e: Json) => e.author === 'streamer');
     expect(model.actions.modelRequest).toEqual({
       instruction: expect.any(String),

@@ -1,12 +1,12 @@
 /**
- * ADK's API-server routes (issue 22), on PostgreSQL through a real API server, with adk-python 2.5's field names
+ * ADK's API-server routes, on PostgreSQL through a real API server, with adk-python 2.5's field names
  * and SSE framing: apps and version; sessions created (empty, null or full body; by path id), listed as a bare
  * array, read with their events, patched, deleted (not while a run is live); `/run_sse` streams `data:` blocks only,
  * without the caller's own message, until the run pauses, and a function response to the confirmation (snake_case
  * accepted) resumes the same invocation, the tool running once; `/run` answers the same events as an array; an
  * unknown session is 404 before anything is enqueued; the dev UI's graph and trace routes; keys as on /v1. `/version`
  * answers adk-python's keys (`language_version`), and every error of these routes is FastAPI's `{"detail": "…"}`
- * while /v1 keeps `{"error": {code, message}}` (issue 28).
+ * while /v1 keeps its own `{"error": {code, message}}`.
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,9 +18,10 @@ import {
   type Engine,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { keysOutsideAdkModel } from '../support/adk-event-model.js';
-import { call, scripted } from '../support/agents.js';
-import { createTestDatabase } from '../support/services.js';
+import { keysOutsideAdkModel } from '../support/assert/adk-event-model.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { apiClient } from '../support/client/http-client.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
 type Json = any;
@@ -75,26 +76,8 @@ afterAll(async () => {
   await engine?.close();
 });
 
-async function request(
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = {},
-): Promise<{ status: number; text: string; json: Json; type: string }> {
-  const response = await fetch(`${base}${path}`, {
-    method,
-    headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-    ...(body === undefined ? {} : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  let json: Json;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    json = undefined;
-  }
-  return { status: response.status, text, json, type: response.headers.get('content-type') ?? '' };
-}
+/** A client of the server without keys; SSE answers are read from `text`. */
+const http = apiClient<Json>({ base: () => base });
 
 /** The `data:` payloads of an SSE body; fails on any other kind of line. */
 function dataBlocks(text: string): Json[] {
@@ -105,14 +88,14 @@ function dataBlocks(text: string): Json[] {
 
 describe('apps and version', () => {
   it('lists app names as a bare array, and a key sees only its apps', async () => {
-    expect((await request('GET', '/list-apps?relative_path=./')).json).toEqual(['mail', 'echo']);
-    const scoped = await fetch(`${keyedBase}/list-apps`, { headers: { authorization: `Bearer ${KEY}` } });
-    expect(await scoped.json()).toEqual(['echo']);
-    expect((await fetch(`${keyedBase}/list-apps`)).status).toBe(401);
+    expect((await http('GET', '/list-apps?relative_path=./')).body).toEqual(['mail', 'echo']);
+    const keyedHttp = apiClient<Json>({ base: () => keyedBase });
+    expect((await keyedHttp('GET', '/list-apps', undefined, { bearer: KEY })).body).toEqual(['echo']);
+    expect((await keyedHttp('GET', '/list-apps')).status).toBe(401);
   });
 
   it("answers /version with adk-python's keys, as ADK's dev UI reads them", async () => {
-    const { json } = await request('GET', '/version');
+    const { body: json } = await http('GET', '/version');
     expect(json).toMatchObject({
       version: expect.any(String),
       language: 'typescript',
@@ -149,103 +132,103 @@ describe('errors', () => {
       expect(json.detail).not.toBe('');
     }
     // What is wrong is still said: the field of a schema check, the session not found.
-    expect((await request('POST', '/run', { appName: 'echo' })).json.detail).toMatch(/^body\.userId: /);
-    expect((await request('GET', '/apps/mail/users/bea/sessions/nope')).json).toEqual({
+    expect((await http('POST', '/run', { appName: 'echo' })).body.detail).toMatch(/^body\.userId: /);
+    expect((await http('GET', '/apps/mail/users/bea/sessions/nope')).body).toEqual({
       detail: 'Session not found: nope',
     });
   });
 
   it('leave /v1 errors as they were: {error: {code, message, details?}}', async () => {
-    const missing = await request('GET', '/v1/invocations/inv_nope');
+    const missing = await http('GET', '/v1/invocations/inv_nope');
     expect(missing.status).toBe(404);
-    expect(missing.json).toEqual({
+    expect(missing.body).toEqual({
       error: expect.objectContaining({ code: 'NOT_FOUND', message: expect.any(String) }),
     });
-    const invalid = await request('POST', '/v1/apps/echo/invocations', { input: 'x' });
+    const invalid = await http('POST', '/v1/apps/echo/invocations', { input: 'x' });
     expect(invalid.status).toBe(400);
-    expect(invalid.json.error).toMatchObject({ code: 'VALIDATION', details: { field: 'userId' } });
-    const unknownRoute = await request('GET', '/v1/nowhere');
-    expect(unknownRoute.json.error.code).toBe('NOT_FOUND');
+    expect(invalid.body.error).toMatchObject({ code: 'VALIDATION', details: { field: 'userId' } });
+    const unknownRoute = await http('GET', '/v1/nowhere');
+    expect(unknownRoute.body.error.code).toBe('NOT_FOUND');
   });
 });
 
 describe('sessions', () => {
   it('creates from an empty, a null or a full body, and by path id; a second create of an id is 400', async () => {
-    const empty = await request('POST', '/apps/mail/users/ann/sessions');
+    const empty = await http('POST', '/apps/mail/users/ann/sessions');
     expect(empty.status).toBe(200);
-    expect(empty.json).toMatchObject({ appName: 'mail', userId: 'ann', state: {}, events: [] });
-    expect(empty.json.id).toMatch(/^ses_/);
-    expect(empty.json.lastUpdateTime).toBeLessThan(1e11);
-    expect((await request('POST', '/apps/mail/users/ann/sessions', 'null')).status).toBe(200);
-    const full = await request('POST', '/apps/mail/users/ann/sessions', {
+    expect(empty.body).toMatchObject({ appName: 'mail', userId: 'ann', state: {}, events: [] });
+    expect(empty.body.id).toMatch(/^ses_/);
+    expect(empty.body.lastUpdateTime).toBeLessThan(1e11);
+    expect((await http('POST', '/apps/mail/users/ann/sessions', null)).status).toBe(200);
+    const full = await http('POST', '/apps/mail/users/ann/sessions', {
       session_id: 'adk-full',
       state: { topic: 'mail' },
       unknownKey: true,
     });
-    expect(full.json).toMatchObject({ id: 'adk-full', state: { topic: 'mail' } });
-    const byPath = await request('POST', '/apps/mail/users/ann/sessions/adk-path', { state: { n: 1 } });
-    expect(byPath.json).toMatchObject({ id: 'adk-path', state: { n: 1 } });
-    const again = await request('POST', '/apps/mail/users/ann/sessions/adk-path', {});
+    expect(full.body).toMatchObject({ id: 'adk-full', state: { topic: 'mail' } });
+    const byPath = await http('POST', '/apps/mail/users/ann/sessions/adk-path', { state: { n: 1 } });
+    expect(byPath.body).toMatchObject({ id: 'adk-path', state: { n: 1 } });
+    const again = await http('POST', '/apps/mail/users/ann/sessions/adk-path', {});
     expect(again.status).toBe(400);
     expect(again.text).toContain('Session already exists: adk-path');
-    const withEvents = await request('POST', '/apps/mail/users/ann/sessions', { events: [{ author: 'x' }] });
+    const withEvents = await http('POST', '/apps/mail/users/ann/sessions', { events: [{ author: 'x' }] });
     expect(withEvents.status).toBe(400);
-    expect(withEvents.json.detail).toMatch(/^events: /);
+    expect(withEvents.body.detail).toMatch(/^events: /);
   });
 
   it('lists as a bare array without events; reads one with its events; another user’s is 404', async () => {
-    const created = await request('POST', '/apps/mail/users/bea/sessions', { state: { k: 'v' } });
-    const list = await request('GET', '/apps/mail/users/bea/sessions');
-    expect(Array.isArray(list.json)).toBe(true);
-    expect(list.json).toContainEqual(expect.objectContaining({ id: created.json.id, events: [] }));
-    const one = await request('GET', `/apps/mail/users/bea/sessions/${created.json.id}`);
-    expect(one.json).toMatchObject({
-      id: created.json.id,
+    const created = await http('POST', '/apps/mail/users/bea/sessions', { state: { k: 'v' } });
+    const list = await http('GET', '/apps/mail/users/bea/sessions');
+    expect(Array.isArray(list.body)).toBe(true);
+    expect(list.body).toContainEqual(expect.objectContaining({ id: created.body.id, events: [] }));
+    const one = await http('GET', `/apps/mail/users/bea/sessions/${created.body.id}`);
+    expect(one.body).toMatchObject({
+      id: created.body.id,
       appName: 'mail',
       userId: 'bea',
       state: { k: 'v' },
     });
-    expect((await request('GET', `/apps/mail/users/someone/sessions/${created.json.id}`)).status).toBe(404);
-    expect((await request('GET', `/apps/echo/users/bea/sessions/${created.json.id}`)).status).toBe(404);
-    expect((await request('GET', '/apps/mail/users/bea/sessions/nope')).status).toBe(404);
+    expect((await http('GET', `/apps/mail/users/someone/sessions/${created.body.id}`)).status).toBe(404);
+    expect((await http('GET', `/apps/echo/users/bea/sessions/${created.body.id}`)).status).toBe(404);
+    expect((await http('GET', '/apps/mail/users/bea/sessions/nope')).status).toBe(404);
   });
 
   it('patches state with a delta (an event records it) and deletes; a live run blocks deletion', async () => {
-    const { json: session } = await request('POST', '/apps/mail/users/cy/sessions');
-    const patched = await request('PATCH', `/apps/mail/users/cy/sessions/${session.id}`, {
+    const { body: session } = await http('POST', '/apps/mail/users/cy/sessions');
+    const patched = await http('PATCH', `/apps/mail/users/cy/sessions/${session.id}`, {
       state_delta: { mood: 'good' },
     });
     expect(patched.status).toBe(200);
-    expect(patched.json.state).toMatchObject({ mood: 'good' });
-    expect(patched.json.events).toHaveLength(1);
-    expect(patched.json.events[0]).toMatchObject({
+    expect(patched.body.state).toMatchObject({ mood: 'good' });
+    expect(patched.body.events).toHaveLength(1);
+    expect(patched.body.events[0]).toMatchObject({
       author: 'user',
       actions: { stateDelta: { mood: 'good' } },
     });
     // A run paused for confirmation is live: the session stays.
-    await request('POST', '/run', {
+    await http('POST', '/run', {
       appName: 'mail',
       userId: 'cy',
       sessionId: session.id,
       newMessage: { role: 'user', parts: [{ text: 'mail bob' }] },
     });
-    const refused = await request('DELETE', `/apps/mail/users/cy/sessions/${session.id}`);
+    const refused = await http('DELETE', `/apps/mail/users/cy/sessions/${session.id}`);
     expect(refused.status).toBe(409);
-    expect(refused.json.detail).toContain('cancel it first');
+    expect(refused.body.detail).toContain('cancel it first');
     const [paused] = (await engine.store.listSessions({ app: 'mail', userId: 'cy' })).map((s) => s.id);
-    const inv = (await request('GET', `/v1/invocations?userId=cy`)).json.invocations[0];
+    const inv = (await http('GET', `/v1/invocations?userId=cy`)).body.invocations[0];
     await engine.cancel(inv.id);
-    expect((await request('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(204);
-    expect((await request('GET', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
-    expect((await request('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
+    expect((await http('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(204);
+    expect((await http('GET', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
+    expect((await http('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
   });
 });
 
 describe('/run_sse and /run', () => {
   it('streams data: blocks until the pause; the confirmation answer resumes the same invocation; the tool runs once', async () => {
-    const { json: session } = await request('POST', '/apps/mail/users/dee/sessions');
+    const { body: session } = await http('POST', '/apps/mail/users/dee/sessions');
     const before = sends;
-    const first = await request('POST', '/run_sse', {
+    const first = await http('POST', '/run_sse', {
       appName: 'mail',
       userId: 'dee',
       sessionId: session.id,
@@ -274,7 +257,7 @@ describe('/run_sse and /run', () => {
     expect((await engine.get(invocationId)).status).toBe('paused');
 
     // The dev UI answers with a function response (snake_case from a Python client works the same).
-    const second = await request('POST', '/run_sse', {
+    const second = await http('POST', '/run_sse', {
       app_name: 'mail',
       user_id: 'dee',
       session_id: session.id,
@@ -297,40 +280,40 @@ describe('/run_sse and /run', () => {
     expect((await engine.get(invocationId)).status).toBe('completed');
     expect(sends - before).toBe(1);
     // The stored session holds the whole conversation.
-    const stored = await request('GET', `/apps/mail/users/dee/sessions/${session.id}`);
-    expect(stored.json.events[0]).toMatchObject({
+    const stored = await http('GET', `/apps/mail/users/dee/sessions/${session.id}`);
+    expect(stored.body.events[0]).toMatchObject({
       author: 'user',
       content: { parts: [{ text: 'mail bob' }] },
     });
   });
 
   it('/run answers the events as a JSON array', async () => {
-    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
-    const run = await request('POST', '/run', {
+    const { body: session } = await http('POST', '/apps/echo/users/eve/sessions');
+    const run = await http('POST', '/run', {
       appName: 'echo',
       userId: 'eve',
       sessionId: session.id,
       newMessage: { parts: [{ text: 'hello' }] },
     });
     expect(run.status).toBe(200);
-    expect(run.json).toHaveLength(1);
-    expect(run.json[0]).toMatchObject({ author: 'echoer', content: { parts: [{ text: 'echo' }] } });
+    expect(run.body).toHaveLength(1);
+    expect(run.body[0]).toMatchObject({ author: 'echoer', content: { parts: [{ text: 'echo' }] } });
   });
 
   it('answers 404 for an unknown session before enqueueing, and 404 for a call no run waits on', async () => {
-    const count = async () => (await request('GET', '/v1/invocations?limit=200')).json.invocations.length;
+    const count = async () => (await http('GET', '/v1/invocations?limit=200')).body.invocations.length;
     const before = await count();
-    const unknown = await request('POST', '/run_sse', {
+    const unknown = await http('POST', '/run_sse', {
       appName: 'echo',
       userId: 'eve',
       sessionId: 'no-such-session',
       newMessage: { parts: [{ text: 'x' }] },
     });
     expect(unknown.status).toBe(404);
-    expect(unknown.json).toEqual({ detail: 'Session not found: no-such-session' });
+    expect(unknown.body).toEqual({ detail: 'Session not found: no-such-session' });
     expect(await count()).toBe(before);
-    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
-    const stray = await request('POST', '/run', {
+    const { body: session } = await http('POST', '/apps/echo/users/eve/sessions');
+    const stray = await http('POST', '/run', {
       appName: 'echo',
       userId: 'eve',
       sessionId: session.id,
@@ -345,8 +328,8 @@ describe('/run_sse and /run', () => {
 
 describe("the dev UI's routes", () => {
   it('serializes the agent tree, draws it as Graphviz text, and has no trace spans', async () => {
-    const graph = await request('GET', '/dev/apps/mail/build_graph');
-    expect(graph.json).toMatchObject({
+    const graph = await http('GET', '/dev/apps/mail/build_graph');
+    expect(graph.body).toMatchObject({
       name: 'mail',
       root_agent: {
         name: 'pipeline',
@@ -354,20 +337,20 @@ describe("the dev UI's routes", () => {
         sub_agents: [{ name: 'writer' }, { name: 'sender', tools: [{ name: 'send_mail', type: 'tool' }] }],
       },
     });
-    const image = await request('GET', '/dev/apps/mail/build_graph_image?dark_mode=true');
-    expect(image.json.dotSrc).toMatch(/^digraph agents \{/);
-    expect(image.json.dotSrc).toContain('"pipeline" -> "pipeline/sender"');
-    const sub = await request('GET', '/dev/apps/mail/build_graph_image?node=pipeline/sender');
-    expect(sub.json['pipeline/sender'].dotSrc).toContain('send_mail');
-    expect((await request('GET', '/dev/apps/mail/build_graph_image?node=nowhere')).status).toBe(404);
-    expect((await request('GET', '/dev/apps/mail/debug/trace/session/abc')).json).toEqual([]);
-    expect((await request('GET', '/builder/app/mail')).status).toBe(404);
+    const image = await http('GET', '/dev/apps/mail/build_graph_image?dark_mode=true');
+    expect(image.body.dotSrc).toMatch(/^digraph agents \{/);
+    expect(image.body.dotSrc).toContain('"pipeline" -> "pipeline/sender"');
+    const sub = await http('GET', '/dev/apps/mail/build_graph_image?node=pipeline/sender');
+    expect(sub.body['pipeline/sender'].dotSrc).toContain('send_mail');
+    expect((await http('GET', '/dev/apps/mail/build_graph_image?node=nowhere')).status).toBe(404);
+    expect((await http('GET', '/dev/apps/mail/debug/trace/session/abc')).body).toEqual([]);
+    expect((await http('GET', '/builder/app/mail')).status).toBe(404);
   });
 });
 
 describe("a caller's trace context", () => {
   it("a traceparent on /run makes the run part of the caller's trace; a malformed one is ignored", async () => {
-    const { json: session } = await request('POST', '/apps/echo/users/eve/sessions');
+    const { body: session } = await http('POST', '/apps/echo/users/eve/sessions');
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const body = {
       appName: 'echo',
@@ -375,14 +358,16 @@ describe("a caller's trace context", () => {
       sessionId: session.id,
       newMessage: { parts: [{ text: 'hi' }] },
     };
-    const traced = await request('POST', '/run', body, { traceparent: `00-${traceId}-00f067aa0ba902b7-01` });
+    const traced = await http('POST', '/run', body, {
+      headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
+    });
     expect(traced.status).toBe(200);
-    const id = traced.json[0].invocationId as string;
-    expect((await request('GET', `/v1/invocations/${id}`)).json.traceId).toBe(traceId);
-    const malformed = await request('POST', '/run', body, { traceparent: '00-not-a-trace' });
+    const id = traced.body[0].invocationId as string;
+    expect((await http('GET', `/v1/invocations/${id}`)).body.traceId).toBe(traceId);
+    const malformed = await http('POST', '/run', body, { headers: { traceparent: '00-not-a-trace' } });
     expect(malformed.status).toBe(200);
-    const other = malformed.json[0].invocationId as string;
-    expect((await request('GET', `/v1/invocations/${other}`)).json.traceId).toBe(
+    const other = malformed.body[0].invocationId as string;
+    expect((await http('GET', `/v1/invocations/${other}`)).body.traceId).toBe(
       other.replace(/^inv_/, '').replaceAll('-', ''),
     );
   });

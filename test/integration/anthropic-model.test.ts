@@ -1,6 +1,6 @@
 /**
  * AnthropicModel through the official `@anthropic-ai/sdk` against a local server speaking Anthropic's Messages
- * wire format (test/support/anthropic-wire.ts): the provider conformance suite, then what is Anthropic's own
+ * wire format (test/support/wire/anthropic-wire.ts): the provider conformance suite, then what is Anthropic's own
  * (thinking blocks, stop reasons, setting names, structured output through a forced tool, 529). The server
  * records each request, so the tests assert what the SDK sent (system, tools with input_schema, tool_use /
  * tool_result blocks, alternation) as well as what the adapter made of the answers.
@@ -14,13 +14,13 @@ import {
   startAnthropicWire,
   type RecordedRequest,
   type ScriptedBlock,
-} from '../support/anthropic-wire.js';
-import { modelRequest, textOf, WEATHER_TOOL } from '../support/model-calls.js';
+} from '../support/wire/anthropic-wire.js';
+import { modelRequest, textOf, WEATHER_TOOL } from '../fixtures/model-calls.js';
 import {
   describeProviderConformance,
   useWireServer,
   type ConformanceAdapter,
-} from '../support/provider-conformance.js';
+} from '../support/scenarios/provider-conformance.js';
 
 const KEY = 'sk-ant-test-9d8c7b6a5f4e3d2c1b0a';
 

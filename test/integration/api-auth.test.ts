@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionTool, type Engine } from '../../src/index.js';
 import { createApiServer, listenApi, type ApiApp } from '../../src/api/index.js';
 import { queryRows } from '../../src/store/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 const KEYS = 'ops:ops-key-0123456789; writer:writer-key-0123456789:writer\nblogger:blog-key-0123456789:blog';
 const OPS = { authorization: 'Bearer ops-key-0123456789' };

@@ -18,10 +18,10 @@ import {
   type ModelResponse,
 } from '../../src/index.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { openSse } from '../support/sse.js';
-import { waitFor } from '../support/wait-for.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { openSse } from '../support/client/sse.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 /** One SSE message as a client sees it (a comment line is a message with `comment`). */
 interface SseMessage {

@@ -2,7 +2,7 @@
  * A seeded, deterministic fuzz of the HTTP API: 500+ malformed bodies, headers, paths, query strings and raw
  * HTTP requests. Every one must be refused with a 4xx in the API's error shape (never a 500, never a stack trace),
  * nothing may be written for any of them (rows counted and fingerprinted before and after), and the server must
- * still be healthy and serve a real run afterwards. The requests: test/support/api-fuzz-cases.ts.
+ * still be healthy and serve a real run afterwards. The requests: test/fixtures/api-fuzz-cases.ts.
  */
 import { request as httpRequest, Agent } from 'node:http';
 import { connect } from 'node:net';
@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionTool, type Engine } from '../../src/index.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { queryRows } from '../../src/store/index.js';
-import { call, scripted } from '../support/agents.js';
+import { call, scripted } from '../fixtures/agents.js';
 import {
   answerCases,
   AUTH,
@@ -24,8 +24,8 @@ import {
   RAW_REQUESTS,
   SEED,
   type FuzzCase,
-} from '../support/api-fuzz-cases.js';
-import { backends, engineOn } from '../support/engines.js';
+} from '../fixtures/api-fuzz-cases.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 const STACK = /\n\s+at\s|node_modules|\/work\/|\.ts:\d+|\bat (async )?[A-Za-z_.]+ \(/;
 

@@ -8,9 +8,10 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { createTestDatabase } from '../support/services.js';
+import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
+import { callsToolOnce } from '../fixtures/agents.js';
+import { apiClient } from '../support/client/http-client.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const OPS = 'inbox-ops-key-0123456789';
 const MAILERS = 'inbox-mailers-key-0123456789';
@@ -23,15 +24,6 @@ let keyed: ApiApp;
 let open: ApiApp;
 let base: string;
 let openBase: string;
-
-/** Calls `tool` once, then answers with what the tool returned. */
-function toolOnce(name: string, tool: FunctionTool) {
-  return scripted(
-    name,
-    (turn: ScriptedTurn) => (turn.callIndex === 0 ? call(tool.name, { to: name }) : `done by ${name}`),
-    { tools: [tool] },
-  );
-}
 
 beforeAll(async () => {
   const send = new FunctionTool({
@@ -48,8 +40,14 @@ beforeAll(async () => {
   });
   engine = await createEngine({
     apps: [
-      { name: 'mail', agent: toolOnce('mailer', send) },
-      { name: 'desk', agent: toolOnce('clerk', ticket) },
+      {
+        name: 'mail',
+        agent: callsToolOnce('mailer', send, { args: { to: 'mailer' }, answer: () => 'done by mailer' }),
+      },
+      {
+        name: 'desk',
+        agent: callsToolOnce('clerk', ticket, { args: { to: 'clerk' }, answer: () => 'done by clerk' }),
+      },
     ],
     database: await createTestDatabase(),
     queue: 'local',
@@ -71,24 +69,11 @@ afterAll(async () => {
   await engine?.close();
 });
 
-async function get(path: string, key?: string, at = base): Promise<{ status: number; body: Json }> {
-  const response = await fetch(`${at}${path}`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
-  return { status: response.status, body: await response.json() };
-}
-
-async function post(
-  path: string,
-  body: unknown,
-  headers: Record<string, string>,
-  at = base,
-): Promise<{ status: number; body: Json }> {
-  const response = await fetch(`${at}${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-  });
-  return { status: response.status, body: await response.json() };
-}
+/** Clients of the keyed server as `ops`, as `mailers` and without a key, and of the server without keys. */
+const asOps = apiClient<Json>({ base: () => base, bearer: OPS });
+const asMailers = apiClient<Json>({ base: () => base, bearer: MAILERS });
+const anonymous = apiClient<Json>({ base: () => base });
+const onOpen = apiClient<Json>({ base: () => openBase });
 
 /** Enqueues a run and waits for its pause. */
 async function pausedRun(app: string): Promise<{ id: string; callId: string }> {
@@ -103,7 +88,7 @@ describe('GET /v1/pending', () => {
     const first = await pausedRun('mail');
     const second = await pausedRun('desk');
     const third = await pausedRun('mail');
-    const all = await get('/v1/pending', OPS);
+    const all = await asOps('GET', '/v1/pending');
     expect(all.status).toBe(200);
     const ours = all.body.calls.filter((c: { invocationId: string }) =>
       [first.id, second.id, third.id].includes(c.invocationId),
@@ -127,17 +112,17 @@ describe('GET /v1/pending', () => {
     expect(ours[1]).toMatchObject({ kind: 'long_running', name: 'open_ticket', app: 'desk' });
     expect(Date.parse(ours[0].since)).toBeLessThanOrEqual(Date.parse(ours[1].since));
 
-    const mailers = await get('/v1/pending', MAILERS);
+    const mailers = await asMailers('GET', '/v1/pending');
     expect(new Set(mailers.body.calls.map((c: { app: string }) => c.app))).toEqual(new Set(['mail']));
-    expect((await get('/v1/pending?app=desk', MAILERS)).body.calls).toEqual([]);
-    const desk = await get('/v1/pending?kind=long_running', OPS);
+    expect((await asMailers('GET', '/v1/pending?app=desk')).body.calls).toEqual([]);
+    const desk = await asOps('GET', '/v1/pending?kind=long_running');
     expect(desk.body.calls.every((c: { kind: string }) => c.kind === 'long_running')).toBe(true);
     expect(desk.body.calls.some((c: { invocationId: string }) => c.invocationId === second.id)).toBe(true);
-    const one = await get('/v1/pending?limit=1', OPS);
+    const one = await asOps('GET', '/v1/pending?limit=1');
     expect(one.body).toMatchObject({ more: true });
     expect(one.body.calls).toHaveLength(1);
-    expect((await get('/v1/pending')).status).toBe(401);
-    const bad = await get('/v1/pending?kind=maybe', OPS);
+    expect((await anonymous('GET', '/v1/pending')).status).toBe(401);
+    const bad = await asOps('GET', '/v1/pending?kind=maybe');
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain('kind');
   });
@@ -146,13 +131,14 @@ describe('GET /v1/pending', () => {
 describe('GET /v1/invocations/:id/requests and who answered', () => {
   it("records the key's name, not the name a key holder claims; the call leaves the inbox", async () => {
     const run = await pausedRun('mail');
-    const answer = await post(
+    const answer = await asMailers(
+      'POST',
       `/v1/invocations/${run.id}/confirmations/${run.callId}`,
       { confirmed: true, payload: 'fine' },
-      { authorization: `Bearer ${MAILERS}`, 'x-agentloom-actor': 'someone else' },
+      { headers: { 'x-agentloom-actor': 'someone else' } },
     );
     expect(answer.status).toBe(200);
-    const trail = await get(`/v1/invocations/${run.id}/requests`, OPS);
+    const trail = await asOps('GET', `/v1/invocations/${run.id}/requests`);
     expect(trail.status).toBe(200);
     expect(trail.body.requests).toMatchObject([
       {
@@ -167,15 +153,13 @@ describe('GET /v1/invocations/:id/requests and who answered', () => {
     ]);
     const [request] = trail.body.requests;
     expect(Date.parse(request.answeredAt)).toBeGreaterThanOrEqual(Date.parse(request.createdAt));
-    const pending = await get('/v1/pending', OPS);
+    const pending = await asOps('GET', '/v1/pending');
     expect(pending.body.calls.some((c: { callId: string }) => c.callId === run.callId)).toBe(false);
 
     // A different answer after that: 409, saying who answered and when.
-    const late = await post(
-      `/v1/invocations/${run.id}/confirmations/${run.callId}`,
-      { confirmed: false },
-      { authorization: `Bearer ${OPS}` },
-    );
+    const late = await asOps('POST', `/v1/invocations/${run.id}/confirmations/${run.callId}`, {
+      confirmed: false,
+    });
     expect(late.status).toBe(409);
     expect(late.body.error.message).toContain('already answered by mailers');
     expect(late.body.error.details).toMatchObject({ answeredBy: 'mailers', answeredAt: request.answeredAt });
@@ -183,7 +167,7 @@ describe('GET /v1/invocations/:id/requests and who answered', () => {
 
   it('answers 404 for a run of an app the key does not see', async () => {
     const run = await pausedRun('desk');
-    const hidden = await get(`/v1/invocations/${run.id}/requests`, MAILERS);
+    const hidden = await asMailers('GET', `/v1/invocations/${run.id}/requests`);
     expect(hidden).toMatchObject({ status: 404, body: { error: { code: 'NOT_FOUND' } } });
   });
 
@@ -191,16 +175,16 @@ describe('GET /v1/invocations/:id/requests and who answered', () => {
     const named = await pausedRun('mail');
     const unnamed = await pausedRun('mail');
     const answer = (id: string, callId: string, actor: string) =>
-      post(
+      onOpen(
+        'POST',
         `/v1/invocations/${id}/confirmations/${callId}`,
         { confirmed: true },
-        { 'x-agentloom-actor': actor },
-        openBase,
+        { headers: { 'x-agentloom-actor': actor } },
       );
     expect((await answer(named.id, named.callId, 'Ada Lovelace')).status).toBe(200);
     expect((await answer(unnamed.id, unnamed.callId, 'x'.repeat(65))).status).toBe(200);
     const by = async (id: string) =>
-      (await get(`/v1/invocations/${id}/requests`, undefined, openBase)).body.requests[0].answeredBy;
+      (await onOpen('GET', `/v1/invocations/${id}/requests`)).body.requests[0].answeredBy;
     expect(await by(named.id)).toBe('Ada Lovelace');
     expect(await by(unnamed.id)).toBeNull();
   });
@@ -209,7 +193,7 @@ describe('GET /v1/invocations/:id/requests and who answered', () => {
 describe('GET /v1/invocations/:id/nodes', () => {
   it('gives each node its parent, output, error, lease and times', async () => {
     const run = await pausedRun('desk');
-    const { body } = await get(`/v1/invocations/${run.id}/nodes`, OPS);
+    const { body } = await asOps('GET', `/v1/invocations/${run.id}/nodes`);
     expect(body.nodes).toHaveLength(1);
     const [node] = body.nodes;
     expect(node).toMatchObject({

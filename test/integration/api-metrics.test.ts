@@ -7,31 +7,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionTool, type Engine } from '../../src/index.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { parseExposition, value, type Family } from '../support/prometheus-text.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { parseExposition, value, type Family } from '../support/assert/prometheus-text.js';
+import { apiClient } from '../support/client/http-client.js';
 
 describe('operations routes', () => {
   let engine: Engine;
   let server: ApiApp;
   let base: string;
 
-  const get = async (path: string) => {
-    const response = await fetch(`${base}${path}`);
-    return {
-      status: response.status,
-      type: response.headers.get('content-type'),
-      text: await response.text(),
-    };
-  };
-  const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${base}${path}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const http = apiClient({ base: () => base });
+  const get = (path: string) => http('GET', path);
+  const post = (path: string, body: unknown) => http('POST', path, body);
   const scrape = async () => {
     const r = await get('/metrics');
     expect(r.status).toBe(200);

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FunctionTool, SequentialAgent, type Engine } from '../../src/index.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 interface Reply {
   status: number;

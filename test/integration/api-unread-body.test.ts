@@ -12,10 +12,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp, type ApiServerOptions } from '../../src/api/index.js';
 import { createEngine, type Engine } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
-import { postWithHttp } from '../support/big-body.js';
-import { createTestDatabase } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+import { scripted } from '../fixtures/agents.js';
+import { postWithHttp } from '../support/client/big-body.js';
+import { createTestDatabase } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const MiB = 1024 * 1024;
 const big = Buffer.from(JSON.stringify({ userId: 'u', input: 'x'.repeat(24 * MiB) }));

@@ -6,9 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LlmAgent, MIN_OUTPUT_TOKENS, type Engine } from '../../src/index.js';
-import { anthropicMessage, startAnthropicWire } from '../support/anthropic-wire.js';
-import { backends, engineOn } from '../support/engines.js';
-import { chatCompletion, startOpenAIWire, type ScriptedWireServer } from '../support/openai-wire.js';
+import { anthropicMessage, startAnthropicWire } from '../support/wire/anthropic-wire.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { chatCompletion, startOpenAIWire, type ScriptedWireServer } from '../support/wire/openai-wire.js';
 
 const postgres = backends.find((b) => b.name === 'postgres')!;
 let openai: ScriptedWireServer;

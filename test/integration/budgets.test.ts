@@ -1,5 +1,5 @@
 /**
- * Budgets of model spending (issue 35, README "Budgets"): a loop pauses exactly at the first call that would cross
+ * Budgets of model spending (README "Budgets"): a loop pauses exactly at the first call that would cross
  * its token budget; raising the budget resumes it where it paused (no call repeated), stopping cancels it, `fail`
  * fails it; parallel branches share the run's budget and overshoot it by at most the calls in flight; budgets set
  * in YAML and the API, bad ones refused naming the field; spend per run and per agent in the view and /metrics.
@@ -22,7 +22,7 @@ import {
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import { StepMetrics } from '../../src/workers/step-metrics.js';
-import { backends, engineOn } from '../support/engines.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 /** Each call reports 150 tokens (100 in, 50 out). */
 const USAGE = { promptTokens: 100, outputTokens: 50, totalTokens: 150 };

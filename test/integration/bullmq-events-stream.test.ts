@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, expect, it } from 'vitest';
 import { BullmqQueue } from '../../src/queue/index.js';
 import { EVENTS_MAX_LEN } from '../../src/queue/bullmq-queue.js';
-import { testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { testQueuePrefix, testRedisUrl } from '../support/services/services.js';
 
 const redis = new Redis(testRedisUrl());
 afterAll(() => redis.disconnect());

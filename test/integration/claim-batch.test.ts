@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { getNode, updateNodeTx } from '../../src/store/repos/nodes.js';
 import { claimForJobs } from '../../src/store/step/step-claims.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../support/seed-run.js';
-import { createTestDatabase } from '../support/services.js';
+import { seedRun } from '../fixtures/seed-run.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const LEASE_MS = 60_000;
 

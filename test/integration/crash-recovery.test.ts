@@ -5,8 +5,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createEngine, FunctionTool, SequentialAgent } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
-import { backends, engineOn, pgliteDir } from '../support/engines.js';
+import { scripted } from '../fixtures/agents.js';
+import { crashOnce } from '../fixtures/faults.js';
+import { backends, engineOn, pgliteDir } from '../support/services/engines.js';
 
 function countingTools() {
   const runs = { a: 0, b: 0 };
@@ -29,22 +30,6 @@ function twoToolAgent(tools: FunctionTool[]) {
         : 'finished',
     { tools },
   );
-}
-
-/** A fault hook that simulates a crash the first time `point` is reached. */
-function crashOnce(point: string) {
-  let crashed = 0;
-  return {
-    get crashed() {
-      return crashed;
-    },
-    hook: (reached: string) => {
-      if (reached === point && crashed === 0) {
-        crashed++;
-        throw Object.assign(new Error(`simulated crash at ${point}`), { crash: true });
-      }
-    },
-  };
 }
 
 describe.each(backends)('crash recovery on $name', (backend) => {

@@ -10,10 +10,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { apiClient, type Json } from '../support/http-client.js';
-import { createTestDatabase } from '../support/services.js';
+import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
+import { callsToolOnce } from '../fixtures/agents.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const ALICE_KEY = `planted-alice-key-${randomBytes(8).toString('hex')}`;
 const ALICE_TOKEN = `planted-alice-token-${randomBytes(8).toString('hex')}`;
@@ -27,11 +27,6 @@ let engine: Engine;
 let api: ApiApp;
 let base: string;
 const answers: string[] = [];
-
-function toolOnce(name: string, tool: FunctionTool) {
-  const reply = (turn: ScriptedTurn) => (turn.callIndex === 0 ? call(tool.name) : 'done');
-  return scripted(name, reply, { tools: [tool] });
-}
 
 beforeAll(async () => {
   const weather = new FunctionTool({
@@ -48,8 +43,8 @@ beforeAll(async () => {
   });
   engine = await createEngine({
     apps: [
-      { name: 'weather', agent: toolOnce('forecaster', weather) },
-      { name: 'mail', agent: toolOnce('reader', mailbox) },
+      { name: 'weather', agent: callsToolOnce('forecaster', weather, { answer: () => 'done' }) },
+      { name: 'mail', agent: callsToolOnce('reader', mailbox, { answer: () => 'done' }) },
     ],
     database: await createTestDatabase(),
     queue: 'local',

@@ -11,9 +11,9 @@ import {
   type Event,
   type InvocationContext,
 } from '../../src/index.js';
-import { gate } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { waitFor } from '../support/wait-for.js';
+import { gate } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 /** Yields `first`, waits for its gate, then yields `second` and ends. */
 class Gated extends BaseAgent {

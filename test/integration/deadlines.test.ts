@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { BaseAgent, FunctionTool, type Event, type InvocationContext } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 /** A custom agent whose step never ends and ignores its signal. */
 class HangingAgent extends BaseAgent {

@@ -11,8 +11,8 @@ import {
   type StepRun,
   type ToolCallEnd,
 } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 describe.each(backends)('engine observer on $name', (backend) => {
   it('reports each step, and the calls of model and tool instances held by agents', async () => {

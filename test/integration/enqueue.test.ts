@@ -1,7 +1,7 @@
 /** Enqueueing: sessions, idempotency keys, and clear errors for bad input (nothing is stored then). */
 import { describe, expect, it } from 'vitest';
-import { scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 describe.each(backends)('enqueue on $name', (backend) => {
   it('reuses a session, deduplicates by idempotency key, and rejects bad input clearly', async () => {

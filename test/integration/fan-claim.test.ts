@@ -8,9 +8,9 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { ParallelAgent, SequentialAgent, type Engine } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
-import { gate, GatedLeaf } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { waitFor } from '../support/wait-for.js';
+import { gate, GatedLeaf } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 interface Row {
   path: string;
@@ -23,13 +23,18 @@ interface Row {
 
 const BRANCHES = 6;
 
-function fanApp(wait: Promise<void>) {
+/** The app; its branch leaves are added to `leaves`. */
+function fanApp(wait: Promise<void>, leaves: GatedLeaf[] = []) {
   return new SequentialAgent({
     name: 'root',
     subAgents: [
       new ParallelAgent({
         name: 'fan',
-        subAgents: Array.from({ length: BRANCHES }, (_, i) => new GatedLeaf(`b${i}`, wait)),
+        subAgents: Array.from({ length: BRANCHES }, (_, i) => {
+          const leaf = new GatedLeaf(`b${i}`, wait);
+          leaves.push(leaf);
+          return leaf;
+        }),
       }),
       new GatedLeaf('join', Promise.resolve()),
     ],
@@ -98,9 +103,12 @@ describe.each(backends)('a fan-out claimed as it is created ($name)', (backend) 
   it("claims no more branches than the worker's concurrency lets run; the rest are claimed by their jobs", async () => {
     const g = gate();
     const concurrency = 3;
+    const leaves: GatedLeaf[] = [];
+    const ended: string[] = [];
     const engine = await engineOn(backend, {
-      apps: [{ name: 'fan', agent: fanApp(g.promise) }],
+      apps: [{ name: 'fan', agent: fanApp(g.promise, leaves) }],
       worker: { concurrency },
+      observer: { onStepEnd: (step) => ended.push(step.path) },
     });
     try {
       const run = await engine.enqueue({ app: 'fan', userId: 'u', input: 'go' });
@@ -109,9 +117,14 @@ describe.each(backends)('a fan-out claimed as it is created ($name)', (backend) 
         run.invocationId,
         (r) => r.length === BRANCHES && r.filter((b) => b.status === 'running').length === concurrency,
       );
-      // Held at the gate: as many running as the worker runs at once, never more.
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // Held at the gate: the job that created the branches (and claimed some) has ended, and its slot, like the
+      // others, holds a leaf waiting on the gate; nothing else can be claimed until it opens.
+      const started = () => leaves.filter((l) => l.started).length;
+      await waitFor(() => ended.includes('root') && started() >= concurrency, {
+        what: "the creating job's end and the worker's slots held by gated leaves",
+      });
       const held = await branches(engine, run.invocationId);
+      expect(started()).toBe(concurrency);
       expect(held.filter((b) => b.status === 'running')).toHaveLength(concurrency);
       expect(held.filter((b) => b.status === 'pending')).toHaveLength(BRANCHES - concurrency);
       // Some were claimed by the statement that created them (the advancing job held one slot of the three).

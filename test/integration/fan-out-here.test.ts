@@ -21,9 +21,9 @@ import {
   type Engine,
   type InvocationContext,
 } from '../../src/index.js';
-import { recordSentStatements } from '../support/sent-statements.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+import { recordSentStatements } from '../support/assert/sent-statements.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 /** Every statement this file's engines send (texts, lower-cased), for the second test. */
 const sent = recordSentStatements();

@@ -12,9 +12,9 @@ import { claimLeafTx, getNode, renewLease } from '../../src/store/repos/nodes.js
 import { getInvocation } from '../../src/store/repos/invocations.js';
 import { schema } from '../../src/store/index.js';
 import { loadArtifact } from '../../src/store/repos/tool-requests.js';
-import { call, gate, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { createTestDatabase } from '../support/services.js';
+import { call, gate, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 describe.each(backends)('fencing on $name', (backend) => {
   it('rejects appends, artifact saves and lease renewals of a superseded attempt, and accepts the successor', async () => {

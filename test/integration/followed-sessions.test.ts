@@ -17,8 +17,8 @@ import {
 } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
 import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
-import { backends, engineOn } from '../support/engines.js';
-import { waitFor } from '../support/wait-for.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 class Say extends BaseAgent {
   protected override async *runImpl(ctx: InvocationContext): AsyncGenerator<Event, void, undefined> {

@@ -6,9 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ScriptedModel, type Engine } from '../../src/index.js';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { runCli, show } from '../support/cli.js';
-import { backends, engineOn } from '../support/engines.js';
-import { forkApps, Ledger, respond } from '../support/fork-apps.js';
+import { runCli, show } from '../support/processes/cli.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
 const backend = backends[0]!;
 

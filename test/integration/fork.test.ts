@@ -6,8 +6,8 @@
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ScriptedModel, type Engine, type Event } from '../../src/index.js';
-import { backends, engineOn } from '../support/engines.js';
-import { forkApps, Ledger, respond } from '../support/fork-apps.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
 /** What must be equal between an original event and its copy. */
 const shape = (e: Event) => ({

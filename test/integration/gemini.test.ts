@@ -1,6 +1,6 @@
 /**
  * The Gemini adapter through the real @google/genai client (`httpOptions.baseUrl`) against a local server
- * speaking Gemini's REST wire format (test/support/gemini-wire.ts): the provider conformance suite, then what is
+ * speaking Gemini's REST wire format (test/support/wire/gemini-wire.ts): the provider conformance suite, then what is
  * Gemini's own (call ids made up when the wire has none, the request's model, systemInstruction and
  * generationConfig, JSON output, RetryInfo, the API key requirement). The server records every request.
  */
@@ -14,13 +14,13 @@ import {
   geminiResponse,
   geminiStream,
   startGeminiWire,
-} from '../support/gemini-wire.js';
-import { modelRequest, textOf } from '../support/model-calls.js';
+} from '../support/wire/gemini-wire.js';
+import { modelRequest, textOf } from '../fixtures/model-calls.js';
 import {
   describeProviderConformance,
   useWireServer,
   type ConformanceAdapter,
-} from '../support/provider-conformance.js';
+} from '../support/scenarios/provider-conformance.js';
 
 const KEY = 'AIza-test-3e5f7a9c1b2d4f6a8c0e';
 

@@ -6,7 +6,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/index.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const APPENDS = 40;
 

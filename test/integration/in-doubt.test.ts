@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FunctionTool } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 describe.each(backends)('in-doubt tool calls on $name', (backend) => {
   for (const action of ['skip', 'rerun'] as const) {

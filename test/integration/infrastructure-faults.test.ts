@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FunctionTool, type ModelRequest } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 /** What node-postgres raises when the server is shut down under a query, wrapped as a tool's own code would. */
 function lostConnection(): Error {

@@ -15,7 +15,7 @@ import {
   type Database,
   type InvocationPageOptions,
 } from '../../src/store/index.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const ROWS = 3_000;
 const APPS = ['alpha', 'beta', 'gamma'];

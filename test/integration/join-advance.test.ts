@@ -6,8 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { getNode } from '../../src/store/repos/nodes.js';
 import { endAndAdvanceParent } from '../../src/store/step/workflow-end.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../support/seed-run.js';
-import { createTestDatabase } from '../support/services.js';
+import { seedRun } from '../fixtures/seed-run.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const JOINED = { children: { b1: 'completed', b2: 'completed' } };
 

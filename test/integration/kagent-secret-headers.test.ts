@@ -14,10 +14,10 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { createEngine, ScriptedModel, type Engine } from '../../src/index.js';
-import { apiClient } from '../support/http-client.js';
-import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
-import { createTestDatabase } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+import { apiClient } from '../support/client/http-client.js';
+import { expectNoSecrets, scannedRows } from '../support/assert/secret-scan.js';
+import { createTestDatabase } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const SERVER = join(import.meta.dirname, '../fixtures/mcp-server.ts');
 const VARIABLE = 'AGENTLOOM_TEST_MCP_AUTHORIZATION';

@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/store/db/database.js';
 import { PgListener } from '../../src/store/db/pg-listener.js';
 import { Store } from '../../src/store/store.js';
-import { startLocalPostgres, type LocalServer } from '../support/local-services.js';
-import { waitFor } from '../support/wait-for.js';
+import { startLocalPostgres, type LocalServer } from '../support/services/local-services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-restart-'));
 let server: LocalServer;

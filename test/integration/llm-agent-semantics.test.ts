@@ -13,9 +13,9 @@ import {
   type Engine,
   type Event,
 } from '../../src/index.js';
-import { call, scripted, seenText } from '../support/agents.js';
-import { waitFor } from '../support/wait-for.js';
-import { backends, engineOn, type Backend } from '../support/engines.js';
+import { call, scripted, seenText } from '../fixtures/agents.js';
+import { waitFor } from '../support/assert/wait-for.js';
+import { backends, engineOn, type Backend } from '../support/services/engines.js';
 
 async function withEngine<T>(
   backend: Backend,

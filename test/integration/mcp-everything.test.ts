@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LlmAgent, McpToolset, ScriptedModel, type Engine } from '../../src/index.js';
-import { backends, engineOn } from '../support/engines.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 const postgres = backends.find((b) => b.name === 'postgres')!;
 /** Its bin (the package has no main export). */

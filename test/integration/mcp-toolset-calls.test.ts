@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { IDEMPOTENCY_META_KEY, LlmAgent, McpToolset, ScriptedModel } from '../../src/index.js';
 import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
-import { engineOn } from '../support/engines.js';
-import { REPO } from '../support/cli.js';
+import { engineOn } from '../support/services/engines.js';
+import { REPO } from '../support/processes/cli.js';
 import {
   calls,
   callsOnce,
@@ -24,8 +24,8 @@ import {
   SERVER,
   storedResponses,
   transports,
-} from '../support/mcp-toolset.js';
-import { waitFor } from '../support/wait-for.js';
+} from '../support/scenarios/mcp-toolset.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const dir = scratchDir();
 

@@ -17,8 +17,8 @@ import {
   scratchDir,
   storedResponses,
   transports,
-} from '../support/mcp-toolset.js';
-import { waitFor } from '../support/wait-for.js';
+} from '../support/scenarios/mcp-toolset.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const dir = scratchDir();
 

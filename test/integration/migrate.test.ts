@@ -10,7 +10,7 @@ import {
   type Database,
   type DatabaseTarget,
 } from '../../src/store/index.js';
-import { createEmptyDatabase } from '../support/services.js';
+import { createEmptyDatabase } from '../support/services/services.js';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));

@@ -14,7 +14,7 @@ import {
   type Acquired,
   type ModelRateLimit,
 } from '../../src/queue/model-rate-limiter.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
 
 const closers: (() => Promise<unknown>)[] = [];
 afterAll(async () => {

@@ -11,8 +11,8 @@ import {
   SequentialAgent,
   type Event,
 } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { backends, engineOn, pgliteDir } from '../support/engines.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { backends, engineOn, pgliteDir } from '../support/services/engines.js';
 
 function deleteTool(runs: { count: number }) {
   return new FunctionTool({

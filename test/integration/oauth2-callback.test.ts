@@ -16,10 +16,10 @@ import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
 import { createEngine, FunctionTool, type Engine, type ToolAuth } from '../../src/index.js';
 import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
-import { call, scripted } from '../support/agents.js';
-import { apiClient, type Json } from '../support/http-client.js';
-import { freePort } from '../support/local-services.js';
-import { createTestDatabase } from '../support/services.js';
+import { call, scripted } from '../fixtures/agents.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { freePort } from '../support/services/local-services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const provider = new FakeOAuthServer();
 const calendarClient = provider.addClient('calendar-app');

@@ -8,8 +8,8 @@ import { getInvocation } from '../../src/store/repos/invocations.js';
 import { nodesAt, updateNodeTx } from '../../src/store/repos/nodes.js';
 import { completeAndAdvance } from '../../src/store/step/leaf-completion.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../support/seed-run.js';
-import { createTestDatabase } from '../support/services.js';
+import { seedRun } from '../fixtures/seed-run.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 describe('completing a leaf and advancing its parent in one statement', () => {
   let store: Store;

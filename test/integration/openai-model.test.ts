@@ -1,6 +1,6 @@
 /**
  * OpenAIModel through the official `openai` SDK against a local server speaking OpenAI's Chat Completions wire
- * format (test/support/openai-wire.ts): the provider conformance suite, then what is OpenAI's own (Ollama's
+ * format (test/support/wire/openai-wire.ts): the provider conformance suite, then what is OpenAI's own (Ollama's
  * index-less tool-call deltas, finish reasons, setting names, json_schema output, retry-after-ms). The server
  * records each request, so the tests assert what the SDK sent as well as what the adapter made of the answers.
  * Also: Azure OpenAI's deployment URL and `api-key` header, and an Ollama-style base URL built by
@@ -13,13 +13,13 @@ import {
   chatCompletionStream,
   openaiError,
   startOpenAIWire,
-} from '../support/openai-wire.js';
-import { failure, modelRequest, textOf, WEATHER_TOOL } from '../support/model-calls.js';
+} from '../support/wire/openai-wire.js';
+import { failure, modelRequest, textOf, WEATHER_TOOL } from '../fixtures/model-calls.js';
 import {
   describeProviderConformance,
   useWireServer,
   type ConformanceAdapter,
-} from '../support/provider-conformance.js';
+} from '../support/scenarios/provider-conformance.js';
 
 const KEY = 'sk-test-5f3c9a1e7b2d4c6a8e0f';
 

@@ -9,8 +9,8 @@ import { getNode, reconcileNodes, updateNodeTx } from '../../src/store/repos/nod
 import { listEvents } from '../../src/store/repos/events.js';
 import { completeBranch, completeBranches, type BranchEnd } from '../../src/store/step/branch-ends.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../support/seed-run.js';
-import { createTestDatabase } from '../support/services.js';
+import { seedRun } from '../fixtures/seed-run.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const BRANCHES = 24;
 const name = (i: number) => `b${i}`;

@@ -16,8 +16,8 @@ import {
   type InvocationContext,
 } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
-import { backends, engineOn } from '../support/engines.js';
-import { recordSentStatements } from '../support/sent-statements.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { recordSentStatements } from '../support/assert/sent-statements.js';
 
 // Every statement any pg client of this file sends (each test file runs in its own worker).
 const sent = recordSentStatements();

@@ -20,10 +20,10 @@ import { BaseAgent, createEngine, createEvent } from '../../src/index.js';
 import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../../src/queue/bullmq-queue.js';
 import type { StepJob, StopConsuming } from '../../src/queue/step-queue.js';
 import { createResilientPool } from '../../src/store/db/pg-pool.js';
-import { recordSentStatements } from '../support/sent-statements.js';
-import { freePort, startLocalPostgres, type LocalServer } from '../support/local-services.js';
-import { createTestDatabase, testQueuePrefix } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+import { recordSentStatements } from '../support/assert/sent-statements.js';
+import { freePort, startLocalPostgres, type LocalServer } from '../support/services/local-services.js';
+import { createTestDatabase, testQueuePrefix } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const sent = recordSentStatements();
 const url = await createTestDatabase();

@@ -11,8 +11,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { BaseAgent, createEngine, createEvent, SequentialAgent, type Engine } from '../../src/index.js';
 import { BULLMQ_PG_SCHEMA } from '../../src/queue/bullmq-queue.js';
 import { sameDatabase } from '../../src/engine/create-engine.js';
-import { recordSentStatements } from '../support/sent-statements.js';
-import { createTestDatabase, testQueuePrefix } from '../support/services.js';
+import { recordSentStatements } from '../support/assert/sent-statements.js';
+import { createTestDatabase, testQueuePrefix } from '../support/services/services.js';
 
 const sent = recordSentStatements();
 const url = await createTestDatabase();

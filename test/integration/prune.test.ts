@@ -10,10 +10,10 @@ import { FunctionTool, SequentialAgent, type Engine, type EngineObserver } from 
 import { openDatabase } from '../../src/store/index.js';
 import { queryRows, type Db } from '../../src/store/db/database.js';
 import type { PruneCounts } from '../../src/store/repos/prune.js';
-import { call, scripted, seenText } from '../support/agents.js';
-import { backends, engineOn, type Backend } from '../support/engines.js';
-import { runCli, show } from '../support/cli.js';
-import { waitFor } from '../support/wait-for.js';
+import { call, scripted, seenText } from '../fixtures/agents.js';
+import { backends, engineOn, type Backend } from '../support/services/engines.js';
+import { runCli, show } from '../support/processes/cli.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const postgres = backends.find((b) => b.name === 'postgres') as Backend;
 

@@ -7,9 +7,9 @@
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { FunctionTool, LlmAgent, ScriptedModel, type Engine } from '../../src/index.js';
-import { backends, engineOn } from '../support/engines.js';
-import { chatCompletion, openaiError, startOpenAIWire } from '../support/openai-wire.js';
-import { waitFor } from '../support/wait-for.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { chatCompletion, openaiError, startOpenAIWire } from '../support/wire/openai-wire.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const engines: Engine[] = [];
 afterEach(async () => {

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/index.js';
 import { reconcileNodes } from '../../src/store/repos/nodes.js';
 import { pino } from 'pino';
-import { scripted } from '../support/agents.js';
-import { createTestDatabase } from '../support/services.js';
+import { scripted } from '../fixtures/agents.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 describe('reconciler on PostgreSQL', () => {
   let url: string;

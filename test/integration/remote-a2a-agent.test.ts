@@ -1,5 +1,5 @@
 /**
- * RemoteA2aAgent (issue 31, the client half): remote A2A agents as durable steps of a workflow. The remotes are an
+ * RemoteA2aAgent (the A2A client side): remote A2A agents as durable steps of a workflow. The remotes are an
  * agentloom API server on this machine serving a ScriptedModel app, and a small agent on `@a2a-js/sdk`'s own server
  * that counts the messages it received. A sequence of both completes with their answers in order (outputKey set);
  * the remote task id is stored before the remote finishes, and a step re-run after the remote accepted the message
@@ -18,11 +18,12 @@ import {
   type Event,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { call, gate, scripted, seenText } from '../support/agents.js';
-import { startSdkAgent, type Behaviour, type SdkAgent } from '../support/a2a-sdk-server.js';
-import { createTestDatabase } from '../support/services.js';
-import { clientEngine, crashOnce, eventsOf, storedTaskId } from '../support/remote-a2a.js';
-import { waitFor } from '../support/wait-for.js';
+import { call, gate, scripted, seenText } from '../fixtures/agents.js';
+import { startSdkAgent, type Behaviour, type SdkAgent } from '../support/wire/a2a-sdk-server.js';
+import { createTestDatabase } from '../support/services/services.js';
+import { crashOnce } from '../fixtures/faults.js';
+import { clientEngine, eventsOf, storedTaskId } from '../support/scenarios/remote-a2a.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 let remoteEngine: Engine;
 let api: ApiApp;

@@ -8,8 +8,9 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { RemoteA2aAgent } from '../../src/index.js';
-import { startSdkAgent, type SdkAgent } from '../support/a2a-sdk-server.js';
-import { clientEngine, crashOnce } from '../support/remote-a2a.js';
+import { startSdkAgent, type SdkAgent } from '../support/wire/a2a-sdk-server.js';
+import { crashOnce } from '../fixtures/faults.js';
+import { clientEngine } from '../support/scenarios/remote-a2a.js';
 
 const agents: SdkAgent[] = [];
 afterAll(async () => {

@@ -10,7 +10,7 @@ import { pino } from 'pino';
 import type { LlmAgent } from '../../src/index.js';
 import { createEngine, FunctionTool, ScriptedModel, type BaseAgent, type Engine } from '../../src/index.js';
 import { buildWriterPipeline, EXAMPLE_INPUT, scriptedReply } from '../../src/cli/dev/demo-app.js';
-import { backends } from '../support/engines.js';
+import { backends } from '../support/services/engines.js';
 
 function find(agent: BaseAgent, name: string): LlmAgent {
   if (agent.name === name) return agent as LlmAgent;

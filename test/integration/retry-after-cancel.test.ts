@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { FunctionTool, SequentialAgent, type Engine, type InvocationView } from '../../src/index.js';
 import { findToolRequest, type ToolRequestRow } from '../../src/store/repos/tool-requests.js';
-import { call, gate, scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
-import { waitFor } from '../support/wait-for.js';
+import { call, gate, scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 async function settled(engine: Engine, id: string): Promise<InvocationView> {
   return engine.wait(id, { timeoutMs: 30_000 });

@@ -1,8 +1,8 @@
 /** engine.retry resumes a failed invocation from its checkpoints; tools save artifacts that templates read. */
 import { describe, expect, it } from 'vitest';
 import { FunctionTool, SequentialAgent } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { scripted } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 describe.each(backends)('retry and artifacts on $name', (backend) => {
   it('retries a failed invocation without re-running what completed', async () => {

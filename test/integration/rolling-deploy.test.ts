@@ -8,9 +8,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createEngine, SequentialAgent, type Engine } from '../../src/index.js';
 import { BullmqQueue } from '../../src/queue/index.js';
-import { waitFor } from '../support/wait-for.js';
-import { scripted } from '../support/agents.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
+import { scripted } from '../fixtures/agents.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
 
 /** A logger whose JSON lines are kept for assertions. */
 function capturingLogger(): { logger: pino.Logger; lines: Record<string, unknown>[] } {

@@ -26,10 +26,10 @@ import {
   type Engine,
   type InvocationContext,
 } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
-import { recordSentStatements } from '../support/sent-statements.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services.js';
-import { waitFor } from '../support/wait-for.js';
+import { scripted } from '../fixtures/agents.js';
+import { recordSentStatements } from '../support/assert/sent-statements.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../support/services/services.js';
+import { waitFor } from '../support/assert/wait-for.js';
 
 const sent = recordSentStatements();
 

@@ -5,7 +5,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/store.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 // Rows each events query of this file returned (each test file runs in its own worker).
 const eventRowsRead: number[] = [];

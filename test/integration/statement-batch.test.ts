@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HotStatement, queryRows } from '../../src/store/db/database.js';
 import { Store } from '../../src/store/store.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const P = (name: string) => sql.placeholder(name);
 

@@ -13,8 +13,8 @@ import {
   type Engine,
   type InvocationContext,
 } from '../../src/index.js';
-import { recordSentWithTransactions } from '../support/sent-statements.js';
-import { createTestDatabase } from '../support/services.js';
+import { recordSentWithTransactions } from '../support/assert/sent-statements.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 /** A leaf that emits one event. */
 class Step extends BaseAgent {

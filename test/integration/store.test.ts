@@ -12,7 +12,7 @@ import { AgentloomError } from '../../src/core/errors.js';
 import { queryRows } from '../../src/store/db/database.js';
 import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
 import { schema, Store } from '../../src/store/index.js';
-import { createTestDatabase } from '../support/services.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 interface Backend {
   name: string;

@@ -1,14 +1,14 @@
 /**
  * An MCP toolset behind the auth gate's OAuth2 (authorization code), through the HTTP API on PostgreSQL, against
- * a local OAuth2 provider and an MCP server that accepts only its tokens (the setting: test/support/oauth2-flow.ts):
+ * a local OAuth2 provider and an MCP server that accepts only its tokens (the setting: test/support/scenarios/oauth2-flow.ts):
  * the user's token goes out as the call's Authorization, and a token the server refuses costs one new consent.
  * After the file, the scan for every secret of the flow (client secrets, codes, tokens) in rows, API answers and
  * log lines. The OAuth2 flows of function tools: tool-auth-oauth2.test.ts.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { oauth2Flow, type Json } from '../support/oauth2-flow.js';
-import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
+import { oauth2Flow, type Json } from '../support/scenarios/oauth2-flow.js';
+import { expectNoSecrets, scannedRows } from '../support/assert/secret-scan.js';
 
 const flow = oauth2Flow({ mcp: true });
 const { provider, mcpLog, http, start, settled, pausedForAuth, consent } = flow;

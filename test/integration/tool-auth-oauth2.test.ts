@@ -1,6 +1,6 @@
 /**
  * The auth gate's OAuth2 side, through the HTTP API on PostgreSQL, against a local OAuth2 provider
- * (examples/oauth2/fake-provider.ts: PKCE S256 checked, codes single use; the setting: test/support/oauth2-flow.ts):
+ * (examples/oauth2/fake-provider.ts: PKCE S256 checked, codes single use; the setting: test/support/scenarios/oauth2-flow.ts):
  * a call pauses with an authorization URL (state + PKCE challenge, no client secret); the provider's redirect to
  * `/v1/auth/callback` — or the same URL pasted as `authResponseUri` — completes it; a forged, unknown or reused
  * state is refused with nothing stored; a code the provider already redeemed is refused; the user's token is
@@ -10,8 +10,8 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
-import { oauth2Flow, type Json } from '../support/oauth2-flow.js';
-import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
+import { oauth2Flow, type Json } from '../support/scenarios/oauth2-flow.js';
+import { expectNoSecrets, scannedRows } from '../support/assert/secret-scan.js';
 
 const flow = oauth2Flow();
 const { provider, calendarClient, seen, answers, logLines } = flow;
@@ -52,7 +52,7 @@ describe('OAuth2 authorization code with PKCE', () => {
     const callback = await consent(url.toString());
     const done = await http('GET', callback);
     expect(done.status).toBe(200);
-    expect(done.body.text).toContain('Authorized');
+    expect(done.text).toContain('Authorized');
     expect((await settled(id)).status).toBe('completed');
     expect(seen.filter((s) => s.run === id)).toEqual([
       { tool: 'list_events', run: id, token: expect.any(String), status: 200 },
@@ -62,7 +62,7 @@ describe('OAuth2 authorization code with PKCE', () => {
     const before = await credentialRows();
     const again = await http('GET', callback);
     expect(again.status).toBe(400);
-    expect(again.body.text).toContain('already used');
+    expect(again.text).toContain('already used');
     expect(await credentialRows()).toEqual(before);
   });
 

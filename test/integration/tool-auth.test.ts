@@ -11,11 +11,11 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { REQUEST_CREDENTIAL } from '../../src/agents/llm/journal.js';
-import { createEngine, FunctionTool, type Engine, type ScriptedTurn } from '../../src/index.js';
-import { call, scripted } from '../support/agents.js';
-import { apiClient, type Json } from '../support/http-client.js';
-import { expectNoSecrets, scannedRows } from '../support/secret-scan.js';
-import { createTestDatabase } from '../support/services.js';
+import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
+import { callsToolOnce } from '../fixtures/agents.js';
+import { apiClient, type Json } from '../support/client/http-client.js';
+import { expectNoSecrets, scannedRows } from '../support/assert/secret-scan.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const API_KEY = `planted-api-key-${randomBytes(8).toString('hex')}`;
 const OTHER_KEY = `planted-other-key-${randomBytes(8).toString('hex')}`;
@@ -30,17 +30,6 @@ const logLines: string[] = [];
 const answers: string[] = [];
 /** What each tool run saw, in order. */
 const seen: { tool: string; user: string; credential: unknown }[] = [];
-
-function lastResponse(turn: ScriptedTurn): unknown {
-  const parts = turn.contents.flatMap((c) => c.parts);
-  return parts.reverse().find((p) => p.functionResponse)?.functionResponse?.response;
-}
-
-function toolOnce(name: string, tool: FunctionTool) {
-  const reply = (turn: ScriptedTurn) =>
-    turn.callIndex === 0 ? call(tool.name) : `done: ${JSON.stringify(lastResponse(turn))}`;
-  return scripted(name, reply, { tools: [tool] });
-}
 
 beforeAll(async () => {
   const weather = new FunctionTool({
@@ -65,8 +54,8 @@ beforeAll(async () => {
   const stream = { write: (line: string) => void logLines.push(line) };
   engine = await createEngine({
     apps: [
-      { name: 'weather', agent: toolOnce('forecaster', weather) },
-      { name: 'mail', agent: toolOnce('reader', mailbox) },
+      { name: 'weather', agent: callsToolOnce('forecaster', weather) },
+      { name: 'mail', agent: callsToolOnce('reader', mailbox) },
     ],
     database: await createTestDatabase(),
     queue: 'local',

@@ -27,7 +27,7 @@ import {
   type Engine,
 } from '../../src/index.js';
 import { traceLogFields } from '../../src/engine/observe/run-trace.js';
-import { backends, engineOn } from '../support/engines.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 const postgres = backends.find((b) => b.name === 'postgres')!;
 const exporter = new InMemorySpanExporter();

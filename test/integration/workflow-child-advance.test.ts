@@ -7,8 +7,8 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { LoopAgent, ParallelAgent, SequentialAgent } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
-import { gate, GatedLeaf } from '../support/agents.js';
-import { backends, engineOn } from '../support/engines.js';
+import { gate, GatedLeaf } from '../fixtures/agents.js';
+import { backends, engineOn } from '../support/services/engines.js';
 
 interface Row {
   path: string;

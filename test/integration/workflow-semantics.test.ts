@@ -16,8 +16,8 @@ import {
   type Event,
   type InvocationContext,
 } from '../../src/index.js';
-import { scripted, seenText } from '../support/agents.js';
-import { backends, engineOn, type Backend } from '../support/engines.js';
+import { scripted, seenText } from '../fixtures/agents.js';
+import { backends, engineOn, type Backend } from '../support/services/engines.js';
 
 async function run(
   backend: Backend,

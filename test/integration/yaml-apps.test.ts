@@ -12,8 +12,8 @@ import {
   type ModelReply,
   type ScriptedTurn,
 } from '../../src/index.js';
-import { backends, engineOn } from '../support/engines.js';
-import { kagentExample } from '../support/kagent-example.js';
+import { backends, engineOn } from '../support/services/engines.js';
+import { kagentExample } from '../support/processes/kagent-example.js';
 
 async function runToEnd(engine: Engine, app: string, input: string) {
   const { invocationId, sessionId } = await engine.enqueue({ app, userId: 'u1', input });

@@ -15,8 +15,8 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
 import { getNode } from '../../src/store/repos/nodes.js';
 import { schema } from '../../src/store/index.js';
-import { call, gate, scripted } from '../support/agents.js';
-import { createTestDatabase } from '../support/services.js';
+import { call, gate, scripted } from '../fixtures/agents.js';
+import { createTestDatabase } from '../support/services/services.js';
 
 const LEASE_MS = 300_000;
 

@@ -10,7 +10,7 @@ import type { SuiteResult } from '../../bench/src/measure.js';
 import type { BenchReport, Target } from '../../bench/src/report/shape.js';
 import { statementKind } from '../../bench/src/report/sections.js';
 import { goalReasons, whyGoalsMissed } from '../../bench/src/report/reasons.js';
-import { roundsFigure } from '../support/bench-figures.js';
+import { roundsFigure } from '../fixtures/bench-figures.js';
 
 const LOCAL = 'agentloom-pg-local';
 const PGQ = 'agentloom-pg-pgqueue-1';

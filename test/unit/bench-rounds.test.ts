@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Figure, SuiteResult } from '../../bench/src/measure.js';
 import { plusFigure, ratioOf, verdictOf } from '../../bench/src/report/spread.js';
 import { mergeRounds, planRuns } from '../../bench/src/rounds.js';
-import { roundsFigure } from '../support/bench-figures.js';
+import { roundsFigure } from '../fixtures/bench-figures.js';
 
 /** One round's result of a suite with one W1 figure (a single sample). */
 function roundResult(round: number, w1: number, extra?: Record<string, unknown>): SuiteResult {

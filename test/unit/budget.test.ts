@@ -1,4 +1,4 @@
-/** Issue 35 budgets, the pure part: validation, prices, the reservation rule and the check before each call. */
+/** Budgets of model spending, the pure part: validation, prices, the reservation rule and the check before each call. */
 import { describe, expect, it } from 'vitest';
 import { AgentloomError } from '../../src/core/errors.js';
 import {

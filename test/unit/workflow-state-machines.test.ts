@@ -7,7 +7,7 @@ import {
   type ChildView,
   type NodeStatus,
 } from '../../src/index.js';
-import { scripted } from '../support/agents.js';
+import { scripted } from '../fixtures/agents.js';
 
 function view(
   path: string,

@@ -38,7 +38,7 @@ import { REPO } from '../context.js';
 import { startWorkers, type WorkerProcess } from '../agentloom/workers.js';
 import { sleep, waitFor } from '../measure.js';
 import { createDatabase, startBenchPostgres, startLocalRedis } from '../services.js';
-import { freePort } from '../../../test/support/local-services.js';
+import { freePort } from '../../../test/support/services/local-services.js';
 import { Driver, endState } from './driver.js';
 import { Sampler, type Sample, type Watched } from './sampler.js';
 import { formatWithPrettier } from '../report/format.js';

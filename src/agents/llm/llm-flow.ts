@@ -150,7 +150,7 @@ interface Generated {
 /** Checks the budgets and calls the model (onModelErrorCallback recovers its errors). */
 async function generate(flow: Flow, built: ModelRequest, cbx: CallbackContext): Promise<Generated> {
   const { agent, rt } = flow;
-  // Shared rate limits first (issue 35): a step that must wait gives back its worker with nothing spent.
+  // Shared rate limits first: a step that must wait gives back its worker with nothing spent.
   const slot = await rt.acquireModelSlot?.(built, agent.options.model);
   // The budgets count real model calls only: a beforeModelCallback answer never reaches this point. A call whose
   // reservation does not fit what is left is sent with its output limit lowered to it: the provider stops there.

@@ -1,5 +1,5 @@
 /**
- * Every app an A2A server (issue 31): JSON-RPC at `POST /a2a/:app` and kagent's `POST /api/a2a/:namespace/:app`,
+ * Every app an A2A server: JSON-RPC at `POST /a2a/:app` and kagent's `POST /api/a2a/:namespace/:app`,
  * the agent card under each at `/.well-known/agent-card.json`. The SDK's JSON-RPC transport handlers do the protocol
  * (v1.0, and v0.3 for requests without `A2A-Version` or with 0.3, as the SDK's express adapter routes them); this
  * file is that adapter for Fastify: parse errors, version checks, JSON answers and SSE streams.

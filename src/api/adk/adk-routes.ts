@@ -1,5 +1,5 @@
 /**
- * ADK's API-server routes beside /v1 (issue 22), so ADK's dev UI and clients drive agentloom unchanged: apps,
+ * ADK's API-server routes beside /v1, so ADK's dev UI and clients drive agentloom unchanged: apps,
  * sessions, `/run` and `/run_sse` (a new message enqueues an invocation; a function response to a paused call
  * answers it through the engine and the same invocation resumes where it stopped), and the dev UI's graph, trace
  * and version routes. The run routes stream until the invocation settles — completed, failed, cancelled or paused.

@@ -1,4 +1,4 @@
-/** Fork, replay and diff routes (issue 36): fork a run at a node, list an invocation's forks. */
+/** Fork, replay and diff routes: fork a run at a node, list an invocation's forks. */
 import { actorOf, visibleInvocation } from '../http/access.js';
 import { errorResponses, type ApiApp, type RouteContext } from '../http/context.js';
 import {

@@ -5,7 +5,7 @@
  *
  * Plain requests go through `node:http` (`node:https` for an https URL); only the event stream uses fetch. Node
  * loads fetch's implementation (undici) on first use: ~150 ms of a command's start on a 2.1 GHz core, half of what
- * a client command may take (issue 33: `agentloom status` in 300 ms).
+ * a client command may take (`agentloom status` is meant to answer in 300 ms).
  */
 import { request as httpRequest, type IncomingMessage, type RequestOptions } from 'node:http';
 import type * as z from 'zod';

@@ -1,5 +1,5 @@
 /**
- * Fork, replay and diff commands of the CLI (CONTRACT.md "Command line", issue 36), through the HTTP API as the
+ * Fork, replay and diff commands of the CLI (CONTRACT.md "Command line"), through the HTTP API as the
  * other client commands: `fork ID --at PATH [--state JSON] [--instruction AGENT=TEXT]… [--input TEXT]
  * [--definition current]`.
  */

@@ -1,5 +1,5 @@
 /**
- * Budgets of model spending (issue 35): the limits, what a run has spent, and the check made before each model
+ * Budgets of model spending: the limits, what a run has spent, and the check made before each model
  * call. Pure arithmetic, shared by every layer that holds a budget (an app, one invocation, an agent's subtree).
  *
  * The rule: a call starts only if what is spent plus the call's reservation stays within every limit. The

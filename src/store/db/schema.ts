@@ -129,7 +129,7 @@ export const invocations = pgTable(
     /** How it was forked: `{at, state?, instruction?, input?}` (see engine/runs/fork.ts). */
     fork: jsonb('fork').$type<Json>(),
     /**
-     * The run's budget of model spending (issue 35): the app's merged with the invocation's, then raised by answers
+     * The run's budget of model spending: the app's merged with the invocation's, then raised by answers
      * to `budget` pauses; `agents` holds raised limits of agents' subtree budgets by agent name. Null: no budget.
      */
     budget: jsonb('budget').$type<Json>(),

@@ -1,5 +1,5 @@
 /**
- * What model calls spent (issue 35 budgets): one `agent_spends` row per agent of an invocation, added to in the
+ * What model calls spent (for budgets): one `agent_spends` row per agent of an invocation, added to in the
  * transaction that stores the call's model event, and the invocation's `budget` (raised by answers to `budget`
  * pauses). The figures are plain numbers here; the budget arithmetic lives in models/budget/.
  */

@@ -1,5 +1,5 @@
 /**
- * Budgets across SIGKILLs (issue 35, acceptance 1): a call's spend is counted in the commit that stores its event,
+ * Budgets across SIGKILLs: a call's spend is counted in the commit that stores its event,
  * so a worker killed between a model call and that commit loses the count with the event (the successor makes the
  * call again and counts it once), and a worker killed after the commit leaves it counted once (the successor does
  * not call again). Real `agentloom worker` processes on PostgreSQL and Redis; the fixture's model marks every call
@@ -7,7 +7,7 @@
  */
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO } from '../../support/cli.js';
+import { REPO } from '../../support/processes/cli.js';
 import {
   Cluster,
   fileServices,
@@ -15,8 +15,8 @@ import {
   nodeLease,
   waitForMarks,
   type NodeLease,
-} from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 import { CALL_USAGE } from '../fixtures/budget-apps.js';
 
 const { options, engine, db } = await fileServices({

@@ -1,12 +1,18 @@
 /**
- * Across processes (acceptance 8): a cancel from the test process's producer engine aborts a tool running on a
+ * Across processes: a cancel from the test process's producer engine aborts a tool running on a
  * worker (its signal fires within 1 s) and the invocation ends cancelled; partial events of a streaming LlmAgent
  * running on a worker reach `engine.events(id, { follow: true, partial: true })` in the test process.
  */
 import { describe, expect, it } from 'vitest';
 import type { Event } from '../../../src/index.js';
-import { Cluster, enqueueRuns, fileServices, openGate, waitForMarks } from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
+import {
+  Cluster,
+  enqueueRuns,
+  fileServices,
+  openGate,
+  waitForMarks,
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 import { STREAM_FINAL_TEXT } from '../fixtures/distributed-apps.js';
 
 const { options, engine, db } = await fileServices();

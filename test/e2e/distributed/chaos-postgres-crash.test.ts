@@ -1,5 +1,5 @@
 /**
- * PostgreSQL restarted, then crashed, mid-run with the PostgreSQL-only queue (issue 33): the chaos workload on this
+ * PostgreSQL restarted, then crashed, mid-run with the PostgreSQL-only queue: the chaos workload on this
  * file's own PostgreSQL, which holds both the steps and BullMQ's queue. It is shut down ("fast") and started again,
  * then crashed (an immediate shutdown: what is still in its WAL buffers is lost) and started again, on the same port
  * while steps run. The steps commit durably (`synchronous_commit` on, as in production); the queue's connections
@@ -10,7 +10,7 @@
  * The fixture ledger lives on the shared test server, which stays up (the outside world of the tools).
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster } from '../../support/cluster.js';
+import { Cluster } from '../../support/processes/cluster.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
 import { ownPostgres } from './own-postgres.js';
 

@@ -1,11 +1,11 @@
 /**
- * PostgreSQL restarted mid-run (acceptance 4): the chaos workload on this file's own PostgreSQL, which is shut
+ * PostgreSQL restarted mid-run: the chaos workload on this file's own PostgreSQL, which is shut
  * down ("fast" shutdown) and started again on the same port and data directory while steps run. Workers wait for
  * it and carry on: every invocation completes with exactly-once tool effects, and no worker process exited.
  * The fixture ledger lives on the shared test server, which stays up (the outside world of the tools).
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster } from '../../support/cluster.js';
+import { Cluster } from '../../support/processes/cluster.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
 import { ownPostgres } from './own-postgres.js';
 

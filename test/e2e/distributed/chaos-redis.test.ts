@@ -1,5 +1,5 @@
 /**
- * Chaos with Redis losing everything (acceptance 3): the chaos workload (workers SIGKILLed every ~2 s) while
+ * Chaos with Redis losing everything: the chaos workload (workers SIGKILLed every ~2 s) while
  * this file's own Redis is first FLUSHALLed, then SIGKILLed and restarted empty on the same port. Postgres alone
  * says what must run, so every invocation still completes with exactly-once tool effects.
  */
@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Cluster, fileServices } from '../../support/cluster.js';
-import { startLocalRedis, type LocalServer } from '../../support/local-services.js';
+import { Cluster, fileServices } from '../../support/processes/cluster.js';
+import { startLocalRedis, type LocalServer } from '../../support/services/local-services.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-redis-'));

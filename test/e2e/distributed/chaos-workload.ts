@@ -18,8 +18,8 @@ import {
   type Kill,
   type ModelAudit,
   type ToolAudit,
-} from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 import { CHAOS_BRANCHES, CHAOS_ITERATIONS } from '../fixtures/distributed-apps.js';
 
 /** Most batches of runs one chaos test enqueues while waiting for its kills. */

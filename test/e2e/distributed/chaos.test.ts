@@ -1,11 +1,11 @@
 /**
- * Chaos (acceptance 2): 50 invocations of a nested workflow over three workers while a killer SIGKILLs a random
+ * Chaos: 50 invocations of a nested workflow over three workers while a killer SIGKILLs a random
  * worker about every 2 s and starts a new one. All complete; the tool's ledger (keyed by idempotency key) has
  * exactly one key per stored tool response and none without one, no stored call ran again, and model calls
  * exceed stored model events by at most the number of kills.
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster, fileServices } from '../../support/cluster.js';
+import { Cluster, fileServices } from '../../support/processes/cluster.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
 
 const { options, engine, db } = await fileServices();

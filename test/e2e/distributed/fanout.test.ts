@@ -1,9 +1,9 @@
 /**
- * Fan-out across processes (acceptance 1): three `agentloom worker` processes run a ParallelAgent of 12 branches
+ * Fan-out across processes: three `agentloom worker` processes run a ParallelAgent of 12 branches
  * of 300 ms each. The branches ran in at least two processes and the run took well under 12 × 300 ms.
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster, enqueueRuns, fileServices } from '../../support/cluster.js';
+import { Cluster, enqueueRuns, fileServices } from '../../support/processes/cluster.js';
 import { FANOUT_BRANCHES, FANOUT_BRANCH_MS } from '../fixtures/distributed-apps.js';
 
 const { options, engine, db } = await fileServices();

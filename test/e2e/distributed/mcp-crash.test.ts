@@ -1,5 +1,5 @@
 /**
- * An MCP call open when its worker is SIGKILLed (issue 20, durability), with real `agentloom worker` processes on
+ * An MCP call open when its worker is SIGKILLed (durability), with real `agentloom worker` processes on
  * PostgreSQL and Redis and a real MCP server process (test/fixtures/mcp-server.ts over Streamable HTTP) whose call
  * log says what it saw:
  *
@@ -18,10 +18,10 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine, IDEMPOTENCY_META_KEY, type AppDefinition } from '../../../src/index.js';
-import { REPO } from '../../support/cli.js';
-import { Cluster, startKiller, type Kill } from '../../support/cluster.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services.js';
-import { waitFor } from '../../support/wait-for.js';
+import { REPO } from '../../support/processes/cli.js';
+import { Cluster, startKiller, type Kill } from '../../support/processes/cluster.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services/services.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-mcp-crash-'));
 const log = join(dir, 'calls.jsonl');

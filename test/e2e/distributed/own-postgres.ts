@@ -10,9 +10,14 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import { afterAll } from 'vitest';
 import type { Engine } from '../../../src/index.js';
-import { prepareLedger, producerEngine, sqlPool, type ClusterOptions } from '../../support/cluster.js';
-import { startLocalPostgres, type LocalPostgres } from '../../support/local-services.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services.js';
+import {
+  prepareLedger,
+  producerEngine,
+  sqlPool,
+  type ClusterOptions,
+} from '../../support/processes/cluster.js';
+import { startLocalPostgres, type LocalPostgres } from '../../support/services/local-services.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../../support/services/services.js';
 
 /** What {@link ownPostgres} gives a test file. */
 export interface OwnPostgres {

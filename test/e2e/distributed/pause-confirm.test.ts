@@ -1,5 +1,5 @@
 /**
- * A pause outlives every worker (acceptance 6): a run paused for a tool confirmation while all workers are
+ * A pause outlives every worker: a run paused for a tool confirmation while all workers are
  * stopped; the confirmation is given from the test process's producer engine (no worker in it); a new worker
  * starts and the run completes, the confirmed tool having run exactly once.
  */
@@ -10,7 +10,7 @@ import {
   enqueueRuns,
   fileServices,
   invocationHistory,
-} from '../../support/cluster.js';
+} from '../../support/processes/cluster.js';
 
 const { options, engine, db } = await fileServices();
 

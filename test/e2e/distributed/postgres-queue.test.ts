@@ -1,9 +1,9 @@
 /**
- * Postgres-only mode (acceptance 7): the chaos workload with BullMQ on its PostgreSQL backend (`--queue
+ * Postgres-only mode: the chaos workload with BullMQ on its PostgreSQL backend (`--queue
  * postgres`), no REDIS_URL anywhere, workers SIGKILLed every ~2 s. Same guarantees as on Redis.
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster, fileServices } from '../../support/cluster.js';
+import { Cluster, fileServices } from '../../support/processes/cluster.js';
 import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
 
 const { options, engine, db } = await fileServices({ queue: 'postgres' });

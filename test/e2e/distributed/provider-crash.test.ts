@@ -1,7 +1,7 @@
 /**
- * Durability per provider (issue 30, acceptance 2), for OpenAIModel (Chat Completions) and AnthropicModel
+ * Durability per provider across a worker's SIGKILL, for OpenAIModel (Chat Completions) and AnthropicModel
  * (Messages API) in real `agentloom worker` processes on PostgreSQL and Redis, each talking to a scripted wire
- * server in this process (test/support/openai-wire.ts, anthropic-wire.ts) that counts the requests it receives:
+ * server in this process (test/support/wire/openai-wire.ts, anthropic-wire.ts) that counts the requests it receives:
  *
  * - crash after the model call is stored: the first answer is a tool call; its tool waits (fixture
  *   test/e2e/fixtures/provider-apps.ts) and the worker holding the step is SIGKILLed there; another worker takes
@@ -16,9 +16,9 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Event } from '../../../src/index.js';
-import { chatCompletion, chatCompletionStream, startOpenAIWire } from '../../support/openai-wire.js';
-import { anthropicMessage, anthropicStream, startAnthropicWire } from '../../support/anthropic-wire.js';
-import { REPO } from '../../support/cli.js';
+import { chatCompletion, chatCompletionStream, startOpenAIWire } from '../../support/wire/openai-wire.js';
+import { anthropicMessage, anthropicStream, startAnthropicWire } from '../../support/wire/anthropic-wire.js';
+import { REPO } from '../../support/processes/cli.js';
 import {
   Cluster,
   fileServices,
@@ -28,9 +28,9 @@ import {
   normalizeHistory,
   waitForMarks,
   type NodeLease,
-} from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
-import type { RecordedRequest, ScriptedWireServer, WireReply } from '../../support/wire-server.js';
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
+import type { RecordedRequest, ScriptedWireServer, WireReply } from '../../support/wire/wire-server.js';
 import { PROVIDERS, WIRE_URL_ENV, WRITE_TOOL, type Provider } from '../fixtures/provider-apps.js';
 
 /** The tool call id of each provider's first answer. */

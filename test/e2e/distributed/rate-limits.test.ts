@@ -1,5 +1,5 @@
 /**
- * Issue 35, acceptance 2 — rate limits shared by every worker. Three `agentloom worker` processes (concurrency 2
+ * Rate limits shared by every worker. Three `agentloom worker` processes (concurrency 2
  * each: 6 slots) on PostgreSQL and Redis serve test/e2e/fixtures/rate-limit-apps.ts: `flood` on `openai/gpt-4.1`,
  * limited to 60 requests a minute for all workers together, and `other` on `openai/gpt-4.1-mini`, unlimited. Both
  * talk to one OpenAI-wire server in this process that timestamps every call. For five minutes the test keeps a
@@ -17,10 +17,10 @@
  */
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO } from '../../support/cli.js';
-import { Cluster, fileServices, statusCounts, waitAllCompleted } from '../../support/cluster.js';
-import { chatCompletion, openaiError, startOpenAIWire } from '../../support/openai-wire.js';
-import type { RecordedRequest } from '../../support/wire-server.js';
+import { REPO } from '../../support/processes/cli.js';
+import { Cluster, fileServices, statusCounts, waitAllCompleted } from '../../support/processes/cluster.js';
+import { chatCompletion, openaiError, startOpenAIWire } from '../../support/wire/openai-wire.js';
+import type { RecordedRequest } from '../../support/wire/wire-server.js';
 
 const RUN_MS = 300_000;
 const BACKLOG = 20;
@@ -73,7 +73,7 @@ function maxInWindow(times: number[], ms: number): { count: number; from: number
   return best;
 }
 
-describe('rate limits across three workers (issue 35, acceptance 2)', () => {
+describe('rate limits across three workers', () => {
   it(
     'holds 60/min in every 10 s, lets another app through meanwhile, and backs every worker off a 429 storm',
     { timeout: 480_000 },

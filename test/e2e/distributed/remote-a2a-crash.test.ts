@@ -1,5 +1,5 @@
 /**
- * RemoteA2aAgent across a SIGKILL (issue 31, client acceptance 2), in real `agentloom worker` processes on
+ * RemoteA2aAgent across a SIGKILL, in real `agentloom worker` processes on
  * PostgreSQL (BullMQ on its PostgreSQL backend): the worker running the step stores the remote task id while the
  * remote (an agent on `@a2a-js/sdk`'s own server in this process, held by the test: the 1.x server, and the 0.3.x
  * one most deployed agents still run) still works, and is killed there; another worker takes the step over, follows
@@ -11,16 +11,16 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Event } from '../../../src/index.js';
-import { REPO } from '../../support/cli.js';
-import { Cluster, fileServices, nodeLease } from '../../support/cluster.js';
-import { startSdkAgent } from '../../support/a2a-sdk-server.js';
-import { startSdkV03Agent } from '../../support/a2a-sdk-v03-server.js';
-import { gate } from '../../support/agents.js';
-import { waitFor } from '../../support/wait-for.js';
+import { REPO } from '../../support/processes/cli.js';
+import { Cluster, fileServices, nodeLease } from '../../support/processes/cluster.js';
+import { startSdkAgent } from '../../support/wire/a2a-sdk-server.js';
+import { startSdkV03Agent } from '../../support/wire/a2a-sdk-v03-server.js';
+import { gate } from '../../fixtures/agents.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 import { A2A_DEV_ENV, A2A_URL_ENV } from '../fixtures/remote-a2a-apps.js';
 import { GATE_ENV } from '../fixtures/a2a-dev-remotes.js';
-import { DEV_START_MS, DevProcesses, invocationCount } from '../../support/a2a-dev.js';
-import { freePort } from '../../support/cli.js';
+import { DEV_START_MS, DevProcesses, invocationCount } from '../../support/processes/a2a-dev.js';
+import { freePort } from '../../support/processes/cli.js';
 
 const appsModule = join(REPO, 'test/e2e/fixtures/remote-a2a-apps.ts');
 const hold = gate();

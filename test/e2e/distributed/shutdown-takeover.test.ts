@@ -1,5 +1,5 @@
 /**
- * Worker exits (acceptance 9 and 10). SIGTERM during a step: the worker lets the running step finish within the
+ * Worker exits. SIGTERM during a step: the worker lets the running step finish within the
  * grace period and exits 0; the run completes with no model call repeated. SIGKILL of the worker holding a step:
  * the time until the step runs elsewhere is reported (not asserted).
  */
@@ -12,8 +12,8 @@ import {
   fileServices,
   nodeLease,
   waitForMarks,
-} from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 import { SLOW_STEP_MS } from '../fixtures/distributed-apps.js';
 
 const GRACE_MS = 10_000;

@@ -1,5 +1,5 @@
 /**
- * Issue 32's acceptance: `agentloom api` and `agentloom worker` processes on PostgreSQL and Redis export their spans
+ * Tracing across processes: `agentloom api` and `agentloom worker` processes on PostgreSQL and Redis export their spans
  * (OTLP/HTTP, as JSON: OTEL_EXPORTER_OTLP_PROTOCOL=http/json) to a receiver in this test.
  *
  * 1+2a. Reference 001's nested workflow (Sequential → Parallel → Loop) is ONE trace: a node span per node, parented
@@ -13,10 +13,12 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, REPO, ServerProcess } from '../../support/cli.js';
-import { Cluster, fileServices, openGate, type WorkerProcess } from '../../support/cluster.js';
-import { OtlpReceiver, type ReceivedSpan } from '../../support/otlp-receiver.js';
-import { waitFor } from '../../support/wait-for.js';
+import { freePort, REPO, ServerProcess } from '../../support/processes/cli.js';
+import { Cluster, fileServices, openGate, type WorkerProcess } from '../../support/processes/cluster.js';
+import { OtlpReceiver, type ReceivedSpan } from '../../support/wire/otlp-receiver.js';
+import { waitFor } from '../../support/assert/wait-for.js';
+import { apiClient, type Json } from '../../support/client/http-client.js';
+import { runReaches } from '../../support/client/runs.js';
 import { MARKERS, NESTED_ITERATIONS, USAGE } from '../fixtures/traced-apps.js';
 
 const APPS = join(REPO, 'test/e2e/fixtures/traced-apps.ts');
@@ -59,29 +61,21 @@ interface Invocation {
   pending: { callId: string; name: string }[];
 }
 
+const http = apiClient({ base: () => base, requireOk: true });
+
 async function start(app: string, run: string, headers: Record<string, string> = {}): Promise<string> {
-  const res = await fetch(`${base}/v1/apps/${app}/invocations`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify({ userId: 'e2e', input: `${MARKERS.prompt} go`, stateDelta: { run } }),
-  });
+  const input = { userId: 'e2e', input: `${MARKERS.prompt} go`, stateDelta: { run } };
+  const res = await http('POST', `/v1/apps/${app}/invocations`, input, { headers });
   expect(res.status).toBe(202);
-  return ((await res.json()) as { invocationId: string }).invocationId;
+  return res.body.invocationId as string;
 }
 
 async function read(id: string): Promise<Invocation> {
-  return (await (await fetch(`${base}/v1/invocations/${id}`)).json()) as Invocation;
+  return (await http('GET', `/v1/invocations/${id}`)).body as Json & Invocation;
 }
 
-async function until(id: string, status: string): Promise<Invocation> {
-  return waitFor(
-    async () => {
-      const inv = await read(id);
-      return inv.status === status ? inv : undefined;
-    },
-    { timeoutMs: 90_000, intervalMs: 100, what: `invocation ${id} ${status}` },
-  );
-}
+const until = (id: string, status: string): Promise<Invocation> =>
+  runReaches(http, id, status, { timeoutMs: 90_000 }) as Promise<Json & Invocation>;
 
 async function nodesOf(id: string): Promise<{ path: string; parent_path: string | null; kind: string }[]> {
   const { rows } = await db.query<{ path: string; parent_path: string | null; kind: string }>(

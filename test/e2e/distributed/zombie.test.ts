@@ -1,5 +1,5 @@
 /**
- * Zombie worker (acceptance 5): the worker running a step is SIGSTOPped mid tool call (found through the node's
+ * Zombie worker: the worker running a step is SIGSTOPped mid tool call (found through the node's
  * lease owner), kept stopped past its lease while another worker takes the step over and finishes the run, then
  * SIGCONTed. Its writes are refused (FENCED), it makes no model call, no event is duplicated, and the run's
  * history equals an undisturbed run's of the same input.
@@ -14,8 +14,8 @@ import {
   nodeLease,
   openGate,
   waitForMarks,
-} from '../../support/cluster.js';
-import { waitFor } from '../../support/wait-for.js';
+} from '../../support/processes/cluster.js';
+import { waitFor } from '../../support/assert/wait-for.js';
 
 // A superseded step is logged at warn ("step superseded: …", err.code FENCED), so default logs show it.
 const { options, engine, db } = await fileServices({});

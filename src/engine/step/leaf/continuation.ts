@@ -97,7 +97,7 @@ async function redeliver(env: StepEnv, inv: InvocationRow, node: NodeRow, err: u
  * queue: its lease, written by the commit that claimed it, is its recovery. Should this process die, the reconciler
  * (one query over the nodes, every `reconcileIntervalMs`) wakes the node once the lease has lapsed — the same
  * bound a delayed wake-up due a lease later would give, give or take one reconciler interval, without a queue
- * write, a delivery and a stale claim per step (issue 33: a recovery job per continued step was a third of the
+ * write, a delivery and a stale claim per step (a recovery job per continued step was a third of the
  * Redis commands of a sequential run).
  */
 async function continueWith(

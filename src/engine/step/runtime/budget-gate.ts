@@ -1,5 +1,5 @@
 /**
- * The budget check made before each model call (issue 35, README "Budgets"): which budgets apply to an agent's call
+ * The budget check made before each model call (README "Budgets"): which budgets apply to an agent's call
  * (the run's, and the subtree budgets of the agent and its ancestors, each as raised by answers), what each has
  * spent (the sum of its agents' `agent_spends` rows, committed with their calls' events), and the call's
  * reservation (the largest call of that agent so far in the run, or an estimate for its first). A call that would

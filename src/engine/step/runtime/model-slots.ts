@@ -1,5 +1,5 @@
 /**
- * A step's slots of the shared model rate limits (issue 35): taking one before a model call (or the
+ * A step's slots of the shared model rate limits: taking one before a model call (or the
  * RateLimitWait that gives the step back), learning a provider's 429, settling on the usage, and releasing what a
  * stopped step left open. Used by node-runtime.ts; the limiter itself is src/queue/model-rate-limiter.ts.
  */

@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO } from './cli.js';
-import { waitFor } from './wait-for.js';
+import { waitFor } from '../assert/wait-for.js';
 
 export const NOTES_SERVER = join(REPO, 'examples/mcp/notes-server.mjs');
 
@@ -31,7 +31,7 @@ export async function kagentExample(): Promise<{ dir: string; url: string; close
   writeFileSync(
     servers,
     readFileSync(servers, 'utf8')
-      .replace('../mcp/notes-server.mjs', NOTES_SERVER)
+      .replace('../../mcp/notes-server.mjs', NOTES_SERVER)
       .replace('http://127.0.0.1:3001/mcp', url),
   );
   return {

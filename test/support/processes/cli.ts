@@ -6,13 +6,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { afterAll } from 'vitest';
-import { waitFor } from './wait-for.js';
+import { waitFor } from '../assert/wait-for.js';
 
-export const REPO = resolve(import.meta.dirname, '../..');
+export const REPO = resolve(import.meta.dirname, '../../..');
 export const CLI = join(REPO, 'bin/agentloom.js');
 
 /** A free TCP port on loopback (released just before the server binds it). */
-export { freePort } from './local-services.js';
+export { freePort } from '../services/local-services.js';
 
 /** Variables of the test process that would change what a spawned CLI does; removed unless a test sets them. */
 const INHERITED = [

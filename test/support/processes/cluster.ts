@@ -11,7 +11,7 @@ import { APPS_MODULE, WorkerProcess, type ClusterOptions } from './cluster-worke
 export * from './cluster-worker.js';
 export * from './cluster-services.js';
 export * from './cluster-audits.js';
-export * from './run-history.js';
+export * from '../assert/run-history.js';
 
 /** Workers of one test sharing database, queue and prefix. */
 export class Cluster {

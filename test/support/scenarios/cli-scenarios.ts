@@ -7,9 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import type { Event } from '../../src/index.js';
-import { runCli, show, type CliResult } from './cli.js';
-import { waitFor } from './wait-for.js';
+import type { Event } from '../../../src/index.js';
+import { runCli, show, type CliResult } from '../processes/cli.js';
+import { waitFor } from '../assert/wait-for.js';
 
 /** Where the CLI finds the server. */
 export interface CliTarget {

@@ -16,10 +16,10 @@ import {
   type Engine,
   type McpConnectionOptions,
   type ScriptedTurn,
-} from '../../src/index.js';
-import { REPO } from './cli.js';
-import { backends, engineOn } from './engines.js';
-import { waitFor } from './wait-for.js';
+} from '../../../src/index.js';
+import { REPO } from '../processes/cli.js';
+import { backends, engineOn } from '../services/engines.js';
+import { waitFor } from '../assert/wait-for.js';
 
 export const SERVER = join(REPO, 'test/fixtures/mcp-server.ts');
 export const postgres = backends.find((b) => b.name === 'postgres')!;

@@ -9,7 +9,7 @@ import {
   ADK_NODE_INFO_KEYS,
   ADK_TOOL_CONFIRMATION_KEYS,
   ADK_USAGE_METADATA_KEYS,
-} from '../../src/api/adk/adk-event-model.js';
+} from '../../../src/api/adk/adk-event-model.js';
 
 /** The keys of `value` (an object) that `allowed` does not list, each prefixed with `where`. */
 function unknownKeys(value: unknown, allowed: readonly string[], where: string): string[] {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll } from 'vitest';
-import { createEngine, type Engine, type EngineOptions } from '../../src/index.js';
+import { createEngine, type Engine, type EngineOptions } from '../../../src/index.js';
 import { createTestDatabase } from './services.js';
 
 /** A storage backend a suite runs on. */

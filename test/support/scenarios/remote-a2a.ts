@@ -1,23 +1,7 @@
-/** What the RemoteA2aAgent integration tests share: a client engine, simulated crashes, the stored task id. */
+/** What the RemoteA2aAgent integration tests share: a client engine, the stored task id (crashes: fixtures/faults.ts). */
 import { pino } from 'pino';
-import { createEngine, type BaseAgent, type Engine, type Event } from '../../src/index.js';
-import { createTestDatabase } from './services.js';
-
-/** A simulated crash the first time `point` is reached. */
-export function crashOnce(point: string): { readonly crashed: number; hook: (reached: string) => void } {
-  let crashed = 0;
-  return {
-    get crashed() {
-      return crashed;
-    },
-    hook: (reached: string) => {
-      if (reached === point && crashed === 0) {
-        crashed++;
-        throw Object.assign(new Error(`simulated crash at ${point}`), { crash: true });
-      }
-    },
-  };
-}
+import { createEngine, type BaseAgent, type Engine, type Event } from '../../../src/index.js';
+import { createTestDatabase } from '../services/services.js';
 
 /** An embedded engine on its own database whose one app, `client`, is `agent`. */
 export async function clientEngine(

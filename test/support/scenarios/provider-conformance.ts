@@ -9,12 +9,12 @@
  * cases that are about that provider.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Content } from '../../src/core/content.js';
-import type { Model, ModelUsage } from '../../src/models/index.js';
-import type { RetryOptions } from '../../src/models/providers/retrying.js';
-import { failure, modelRequest, NOW_TOOL, textOf, WEATHER_TOOL } from './model-calls.js';
-import { waitFor } from './wait-for.js';
-import type { RecordedRequest, ScriptedWireServer, WireReply } from './wire-server.js';
+import type { Content } from '../../../src/core/content.js';
+import type { Model, ModelUsage } from '../../../src/models/index.js';
+import type { RetryOptions } from '../../../src/models/providers/retrying.js';
+import { failure, modelRequest, NOW_TOOL, textOf, WEATHER_TOOL } from '../../fixtures/model-calls.js';
+import { waitFor } from '../assert/wait-for.js';
+import type { RecordedRequest, ScriptedWireServer, WireReply } from '../wire/wire-server.js';
 
 /** A tool call of a scripted answer. */
 export interface ConformanceCall {

@@ -4,7 +4,7 @@
  * disconnect at any point, and reconnect with `Last-Event-ID`.
  */
 import { EventSourceParserStream, type EventSourceMessage } from 'eventsource-parser/stream';
-import type { Event } from '../../src/index.js';
+import type { Event } from '../../../src/index.js';
 
 /** A stream being read. */
 export interface SseClient {

@@ -10,9 +10,9 @@ import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach } from 'vitest';
-import { waitFor } from './wait-for.js';
+import { waitFor } from '../assert/wait-for.js';
 
-const REPO = resolve(import.meta.dirname, '../..');
+const REPO = resolve(import.meta.dirname, '../../..');
 const CLI = join(REPO, 'bin/agentloom.js');
 /** The apps module every worker of the suite loads. */
 export const APPS_MODULE = join(REPO, 'test/e2e/fixtures/distributed-apps.ts');

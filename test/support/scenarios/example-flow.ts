@@ -7,9 +7,9 @@
  * connections.
  */
 import { expect } from 'vitest';
-import type { Event } from '../../src/index.js';
-import { openSse } from './sse.js';
-import { waitFor } from './wait-for.js';
+import type { Event } from '../../../src/index.js';
+import { openSse } from '../client/sse.js';
+import { waitFor } from '../assert/wait-for.js';
 
 interface InvocationBody {
   status: string;

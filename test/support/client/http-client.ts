@@ -7,13 +7,16 @@
 /** JSON as the API answers it. */
 export type Json = Record<string, unknown>;
 
-/** One answer: `body` is the parsed JSON when the answer is JSON (`{}` otherwise, or when empty). */
-export interface HttpAnswer {
+/**
+ * One answer: `body` is the parsed JSON when the answer is JSON (`{}` otherwise, or when empty). `B` is how the
+ * test reads bodies: {@link Json} by default, `any` for a file whose assertions walk deep into the answers.
+ */
+export interface HttpAnswer<B = Json> {
   status: number;
   /** The content-type header ('' when absent). */
   type: string;
   text: string;
-  body: Json;
+  body: B;
 }
 
 /** Options of {@link apiClient}. */
@@ -36,12 +39,12 @@ export interface CallOptions {
 }
 
 /** Sends `method path` with `body` as JSON (none when undefined); `path` may also be a whole URL. */
-export type ApiCall = (
+export type ApiCall<B = Json> = (
   method: string,
   path: string,
   body?: unknown,
   call?: CallOptions,
-) => Promise<HttpAnswer>;
+) => Promise<HttpAnswer<B>>;
 
 /** The `Authorization: Bearer <key>` header, or no header for an empty or absent key. */
 export function bearer(key: string | undefined): Record<string, string> {
@@ -49,7 +52,7 @@ export function bearer(key: string | undefined): Record<string, string> {
 }
 
 /** A client for the server at `options.base`. */
-export function apiClient(options: ApiClientOptions): ApiCall {
+export function apiClient<B = Json>(options: ApiClientOptions): ApiCall<B> {
   return async (method, path, body, call = {}) => {
     const base = typeof options.base === 'string' ? options.base : options.base();
     const headers: Record<string, string> = {
@@ -72,7 +75,7 @@ export function apiClient(options: ApiClientOptions): ApiCall {
       status: response.status,
       type,
       text,
-      body: type.includes('json') && text !== '' ? (JSON.parse(text) as Json) : {},
+      body: (type.includes('json') && text !== '' ? JSON.parse(text) : {}) as B,
     };
   };
 }

@@ -10,13 +10,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { createApiServer, type ApiApp } from '../../../src/api/index.js';
 import {
   AuthError,
   createEngine,
@@ -26,15 +25,16 @@ import {
   ParallelAgent,
   ScriptedModel,
   type Engine,
-  type ScriptedTurn,
-} from '../../src/index.js';
-import { FakeOAuthServer } from '../../examples/oauth2/fake-provider.js';
-import { call, scripted } from './agents.js';
-import { REPO } from './cli.js';
-import { createTestDatabase } from './services.js';
-import { waitFor } from './wait-for.js';
+} from '../../../src/index.js';
+import { FakeOAuthServer } from '../../../examples/oauth2/fake-provider.js';
+import { callsToolOnce, lastResponse } from '../../fixtures/agents.js';
+import { REPO } from '../processes/cli.js';
+import { freePort } from '../services/local-services.js';
+import { createTestDatabase } from '../services/services.js';
+import { waitFor } from '../assert/wait-for.js';
+import { apiClient, type Json } from '../client/http-client.js';
 
-export type Json = Record<string, unknown>;
+export type { Json } from '../client/http-client.js';
 
 /** One tool run: the tool, the run and a digest of the token it got. */
 export interface ToolRun {
@@ -46,25 +46,6 @@ export interface ToolRun {
 
 function digest(token: string): string {
   return createHash('sha256').update(token).digest('hex').slice(0, 12);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-function lastResponse(turn: ScriptedTurn): unknown {
-  const parts = turn.contents.flatMap((c) => c.parts);
-  return parts.reverse().find((p) => p.functionResponse)?.functionResponse?.response;
-}
-
-function callsOnce(name: string, tool: FunctionTool) {
-  const reply = (turn: ScriptedTurn) =>
-    turn.callIndex === 0 ? call(tool.name) : `done: ${JSON.stringify(lastResponse(turn))}`;
-  return scripted(name, reply, { tools: [tool] });
 }
 
 /** The provider, the engine and API server, and what the tests ask of them (fields set in beforeAll). */
@@ -134,6 +115,8 @@ export function oauth2Flow(options: { mcp?: boolean } = {}) {
     return { name: 'notes', agent };
   }
 
+  /** The API server's client; every answer's text is kept for the scan for secrets. */
+  const http = apiClient({ base: (): string => flow.base, onAnswer: (text) => answers.push(text) });
   const flow = {
     provider,
     calendarClient,
@@ -145,17 +128,7 @@ export function oauth2Flow(options: { mcp?: boolean } = {}) {
     engine: undefined as unknown as Engine,
     base: '',
 
-    async http(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
-      const response = await fetch(path.startsWith('http') ? path : `${flow.base}${path}`, {
-        method,
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await response.text();
-      answers.push(text);
-      const json = response.headers.get('content-type')?.includes('application/json');
-      return { status: response.status, body: json && text ? (JSON.parse(text) as Json) : { text } };
-    },
+    http,
 
     async start(app: string, userId: string): Promise<string> {
       const { body } = await flow.http('POST', `/v1/apps/${app}/invocations`, { userId, input: 'go' });
@@ -230,15 +203,15 @@ export function oauth2Flow(options: { mcp?: boolean } = {}) {
     const stream = { write: (line: string) => void logLines.push(line) };
     flow.engine = await createEngine({
       apps: [
-        { name: 'calendar', agent: callsOnce('planner', calendar) },
+        { name: 'calendar', agent: callsToolOnce('planner', calendar) },
         {
           name: 'digest',
           agent: new ParallelAgent({
             name: 'both',
-            subAgents: [callsOnce('left', calendar), callsOnce('right', calendar)],
+            subAgents: [callsToolOnce('left', calendar), callsToolOnce('right', calendar)],
           }),
         },
-        { name: 'metrics', agent: callsOnce('watcher', metrics) },
+        { name: 'metrics', agent: callsToolOnce('watcher', metrics) },
         ...(options.mcp ? [await notesApp(providerUrl, calendarAuth)] : []),
       ],
       database: await createTestDatabase(),

@@ -1,5 +1,5 @@
 /** Runs' histories normalised for comparing them (the distributed e2e suite: a run across crashes vs one without). */
-import type { Engine, Event } from '../../src/index.js';
+import type { Engine, Event } from '../../../src/index.js';
 
 /**
  * A run's history without ids, seqs and timestamps: one line per event with its author and its parts (text,

@@ -1,4 +1,4 @@
-// `node --import ./test/support/record-modules.mjs …`: appends the URL of every module the process resolves to the
+// `node --import ./test/support/processes/record-modules.mjs …`: appends the URL of every module the process resolves to the
 // file named by $MODULE_LOG (what a module-graph test reads).
 import { register } from 'node:module';
 

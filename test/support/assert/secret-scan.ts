@@ -5,7 +5,7 @@
  */
 import { sql } from 'drizzle-orm';
 import { expect } from 'vitest';
-import type { Engine } from '../../src/index.js';
+import type { Engine } from '../../../src/index.js';
 
 /** A row of a scanned table, as JSON text. */
 export interface ScannedRow {

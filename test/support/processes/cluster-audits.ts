@@ -4,7 +4,7 @@
  * against model events and takeovers — a step's lease, and the marks the fixture sets at moments of a call.
  */
 import type pg from 'pg';
-import { waitFor } from './wait-for.js';
+import { waitFor } from '../assert/wait-for.js';
 
 /** A step's node row: its fencing attempt and the pid in its lease owner (`host:pid:random`). */
 export interface NodeLease {

@@ -9,9 +9,11 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { expect } from 'vitest';
-import { openPage, type PageTrouble } from './browser.js';
-import { REPO, runCli, show } from './cli.js';
-import { waitFor } from './wait-for.js';
+import { openPage, type PageTrouble } from '../processes/browser.js';
+import { REPO, runCli, show } from '../processes/cli.js';
+import { waitFor } from '../assert/wait-for.js';
+import { apiClient, type ApiCall, type Json } from '../client/http-client.js';
+import { runReaches as waitForRun } from '../client/runs.js';
 
 /** Where the console runs and the keys it knows. */
 export interface ConsoleTarget {
@@ -37,31 +39,23 @@ interface InvocationJson {
   pending: { callId: string; kind: string; name: string }[];
 }
 
-async function api<T>(t: ConsoleTarget, path: string, init: RequestInit = {}, key = t.opsKey): Promise<T> {
-  const response = await fetch(`${t.url}${path}`, {
-    ...init,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...init.headers },
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as T;
+/** The HTTP API as the `ops` key's holder; a refused call fails the scenario, quoting the answer. */
+const opsClient = (t: ConsoleTarget): ApiCall =>
+  apiClient({ base: t.url, bearer: t.opsKey, requireOk: true });
+
+/** `method path` (with `body` as JSON) as the `ops` key's holder: the answer's body. */
+async function api<T>(t: ConsoleTarget, path: string, method = 'GET', body?: unknown): Promise<T> {
+  return (await opsClient(t)(method, path, body)).body as T;
 }
 
 async function enqueue(t: ConsoleTarget, app: string, input: string): Promise<string> {
-  const body = JSON.stringify({ userId: 'console-e2e', input });
-  return (await api<{ invocationId: string }>(t, `/v1/apps/${app}/invocations`, { method: 'POST', body }))
-    .invocationId;
+  const run = { userId: 'console-e2e', input };
+  return (await api<{ invocationId: string }>(t, `/v1/apps/${app}/invocations`, 'POST', run)).invocationId;
 }
 
 /** Waits until the run has this status (through the API). */
 async function runReaches(t: ConsoleTarget, id: string, status: string | RegExp): Promise<InvocationJson> {
-  return waitFor(
-    async () => {
-      const run = await api<InvocationJson>(t, `/v1/invocations/${id}`);
-      return (typeof status === 'string' ? run.status === status : status.test(run.status)) ? run : undefined;
-    },
-    { timeoutMs: 60_000, what: `run ${id} to be ${String(status)}` },
-  );
+  return (await waitForRun(opsClient(t), id, status)) as Json & InvocationJson;
 }
 
 async function screenshot(t: ConsoleTarget, page: Page, name: string): Promise<void> {
@@ -237,10 +231,7 @@ export async function answersFromConsole(browser: Browser, t: ConsoleTarget): Pr
   });
   await racedCard.waitFor({ timeout: SHOWS_MS });
   const [pending] = (await api<InvocationJson>(t, `/v1/invocations/${raced}`)).pending;
-  await api(t, `/v1/invocations/${raced}/confirmations/${pending?.callId}`, {
-    method: 'POST',
-    body: JSON.stringify({ confirmed: false }),
-  });
+  await api(t, `/v1/invocations/${raced}/confirmations/${pending?.callId}`, 'POST', { confirmed: false });
   await racedCard.getByRole('button', { name: 'Approve' }).click();
   // Said on the card, and in the list of this page's answers (the card leaves at the next reload).
   const outcome = page
@@ -319,11 +310,13 @@ export async function credentialFromConsole(browser: Browser, t: ConsoleTarget):
   await page.goto(t.url);
   await signIn(page, t.opsKey);
   // A user of its own: a credential stored by another scenario's run would let the call through without a pause.
-  const body = JSON.stringify({ userId: `vault-${randomBytes(4).toString('hex')}`, input: 'open the vault' });
-  const { invocationId: id } = await api<{ invocationId: string }>(t, '/v1/apps/vault/invocations', {
-    method: 'POST',
+  const body = { userId: `vault-${randomBytes(4).toString('hex')}`, input: 'open the vault' };
+  const { invocationId: id } = await api<{ invocationId: string }>(
+    t,
+    '/v1/apps/vault/invocations',
+    'POST',
     body,
-  });
+  );
   const paused = await runReaches(t, id, 'paused');
   expect(paused.pending).toMatchObject([{ kind: 'auth', name: 'open_vault' }]);
 
@@ -430,8 +423,8 @@ export async function keyScopeInConsole(browser: Browser, t: ConsoleTarget): Pro
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('API key').waitFor({ timeout: SHOWS_MS });
   await page.context().close();
-  await api(t, `/v1/invocations/${mail}/cancel`, { method: 'POST' });
-  await api(t, `/v1/invocations/${writer}/cancel`, { method: 'POST' });
+  await api(t, `/v1/invocations/${mail}/cancel`, 'POST');
+  await api(t, `/v1/invocations/${writer}/cancel`, 'POST');
   return trouble;
 }
 

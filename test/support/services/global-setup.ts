@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
-import { migrate, openDatabase } from '../../src/store/index.js';
+import { migrate, openDatabase, Store } from '../../../src/store/index.js';
 import { startLocalPostgres, startLocalRedis } from './local-services.js';
 
 declare module 'vitest' {
@@ -119,8 +119,23 @@ async function provideServices(project: TestProject, stops: Stop[]): Promise<voi
   }
   stops.unshift(() => adminQuery(pgUrl, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`));
 
+  await warmPgliteTemplates();
+
   project.provide('postgresAdminUrl', pgUrl);
   project.provide('templateDatabase', template);
   project.provide('redisUrl', redisUrl);
   project.provide('servicesSource', source);
+}
+
+/**
+ * Builds the cached PGlite templates (a migrated one for stores, a bare one for plain databases) before any test
+ * file runs: on a fresh machine the first embedded store of a run would otherwise build them, in several files
+ * and `dev` processes at once, each paying PostgreSQL's initdb in WebAssembly. Once cached, this costs the open of
+ * two in-memory databases.
+ */
+async function warmPgliteTemplates(): Promise<void> {
+  const store = await Store.open({ pglite: 'memory' });
+  await store.close();
+  const database = await openDatabase({ pglite: 'memory' });
+  await database.close();
 }

@@ -9,16 +9,16 @@
  */
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { createApiServer, type ApiApp } from '../../../src/api/index.js';
 import {
   createEngine,
   FunctionTool,
   SequentialAgent,
   type Engine,
   type ScriptedTurn,
-} from '../../src/index.js';
-import { call, gate, GatedLeaf, scripted } from './agents.js';
-import { createTestDatabase } from './services.js';
+} from '../../../src/index.js';
+import { call, gate, GatedLeaf, scripted } from '../../fixtures/agents.js';
+import { createTestDatabase } from '../services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
 export type Json = any;

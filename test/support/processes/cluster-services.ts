@@ -6,11 +6,11 @@
 import pg from 'pg';
 import { pino } from 'pino';
 import { afterAll } from 'vitest';
-import { createEngine, type AppDefinition, type Engine } from '../../src/index.js';
-import { LEDGER_DDL } from '../e2e/fixtures/ledger.js';
+import { createEngine, type AppDefinition, type Engine } from '../../../src/index.js';
+import { LEDGER_DDL } from '../../e2e/fixtures/ledger.js';
 import { APPS_MODULE, type ClusterOptions } from './cluster-worker.js';
-import { createTestDatabase, testQueuePrefix, testRedisUrl } from './services.js';
-import { waitFor } from './wait-for.js';
+import { createTestDatabase, testQueuePrefix, testRedisUrl } from '../services/services.js';
+import { waitFor } from '../assert/wait-for.js';
 
 /** A pg pool for direct queries whose idle-client errors (a restarted server) are ignored. */
 export function sqlPool(url: string): pg.Pool {
