@@ -31,7 +31,7 @@ export async function kagentExample(): Promise<{ dir: string; url: string; close
   writeFileSync(
     servers,
     readFileSync(servers, 'utf8')
-      .replace('../../mcp/notes-server.mjs', NOTES_SERVER)
+      .replace('../mcp/notes-server.mjs', NOTES_SERVER)
       .replace('http://127.0.0.1:3001/mcp', url),
   );
   return {
