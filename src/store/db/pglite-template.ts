@@ -195,7 +195,8 @@ async function loadTemplate(
   let client: PGlite | undefined;
   try {
     if (dir === undefined) {
-      client = new PGlite({ loadDataDir: new Blob([tar]) });
+      // A copy backed by an ArrayBuffer, as BlobPart's type asks (not a SharedArrayBuffer).
+      client = new PGlite({ loadDataDir: new Blob([new Uint8Array(tar)]) });
     } else {
       extractDataDir(tar, dir);
       client = new PGlite(dir);
