@@ -3,10 +3,10 @@ import { configDefaults, defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     // Vitest's default on a 2-core machine is one worker (cores − 1), so every file ran alone. The integration and
-    // e2e files mostly wait on PostgreSQL, Redis and the processes they start; three at a time keeps both cores busy.
-    // The distributed project keeps one file at a time (fileParallelism: false below). AGENTLOOM_TEST_WORKERS
-    // overrides the count.
-    maxWorkers: Number(process.env.AGENTLOOM_TEST_WORKERS ?? 3),
+    // e2e files mostly wait on PostgreSQL, Redis and the processes they start: two at a time keep both cores busy.
+    // (Three loaded this machine enough to slow a browser test past its waits.) The distributed project keeps one
+    // file at a time (fileParallelism: false below). AGENTLOOM_TEST_WORKERS overrides the count.
+    maxWorkers: Number(process.env.AGENTLOOM_TEST_WORKERS ?? 2),
     projects: [
       {
         test: { name: 'unit', include: ['test/unit/**/*.test.ts'], environment: 'node' },

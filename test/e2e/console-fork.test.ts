@@ -13,7 +13,7 @@ import { launchBrowser, openPage } from '../support/processes/browser.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
-const SHOWS_MS = 15_000;
+const SHOWS_MS = 60_000;
 
 describe('fork and diff in the console', () => {
   let browser: Browser;
