@@ -1,7 +1,8 @@
 /**
  * `createEngine`: the one place where an engine's parts are chosen and wired — the store (PostgreSQL or
  * PGlite), the queue (in-process, BullMQ on Redis, BullMQ on PostgreSQL) and the bus between processes (Redis
- * pub/sub, Postgres LISTEN/NOTIFY, or in-process).
+ * pub/sub, Postgres LISTEN/NOTIFY, or in-process). The BullMQ queue, the Redis bus and the rate limiter are imported
+ * when chosen: an engine on PGlite and the in-process queue never loads bullmq, ioredis or rate-limiter-flexible.
  */
 import { parse as parseConnectionString } from 'pg-connection-string';
 import { RunTracing, traceLogFields } from './observe/run-trace.js';
@@ -12,16 +13,10 @@ import { AgentloomError } from '../core/errors.js';
 import { loadEnv, type EnvConfig } from '../config/env.js';
 import { resolveRetention } from './runs/retention.js';
 import type { ModelEnv } from '../models/model-ids.js';
-import { BULLMQ_PG_SCHEMA, BullmqQueue } from '../queue/bullmq-queue.js';
-import { RedisBus } from '../queue/bus.js';
 import { InProcessQueue } from '../queue/in-process-queue.js';
 import type { StepQueue } from '../queue/step-queue.js';
-import {
-  openModelRateLimiter,
-  validateRateLimits,
-  type ModelRateLimit,
-  type ModelRateLimiter,
-} from '../queue/model-rate-limiter.js';
+import type { ModelRateLimiter } from '../queue/model-rate-limiter.js';
+import { validateRateLimits, type ModelRateLimit } from '../queue/rate-limits.js';
 import { expireAllLeases } from '../store/repos/nodes.js';
 import { NotifyBus } from '../store/notify-bus.js';
 import { createResilientPool } from '../store/db/pg-pool.js';
@@ -59,13 +54,13 @@ export function sameDatabase(a: string, b: string): boolean {
   return ka !== undefined && ka === key(b);
 }
 
-function resolveQueue(
+async function resolveQueue(
   option: QueueOption | undefined,
   store: Store,
   storeUrl: string | undefined,
   leaseMs: number,
   logger: Logger,
-): { queue: StepQueue; bus: Bus } {
+): Promise<{ queue: StepQueue; bus: Bus }> {
   const env = loadEnv();
   const onError = (err: unknown, job?: { invocationId: string; path: string }) =>
     logger.warn({ err, invocationId: job?.invocationId, nodePath: job?.path }, 'queue error');
@@ -109,6 +104,10 @@ function resolveQueue(
       );
     }
     const prefix = chosen.prefix;
+    const [{ BullmqQueue }, { RedisBus }] = await Promise.all([
+      import('../queue/bullmq-queue.js'),
+      import('../queue/bus.js'),
+    ]);
     return {
       queue: new BullmqQueue({ connection: { redis: chosen.redis }, prefix, leaseMs, onError }),
       bus: new RedisBus({ url: chosen.redis, prefix, onError: (err) => onError(err) }),
@@ -122,6 +121,7 @@ function resolveQueue(
         { details: { field: 'queue.postgres' } },
       );
     }
+    const { BULLMQ_PG_SCHEMA, BullmqQueue } = await import('../queue/bullmq-queue.js');
     return {
       queue: new BullmqQueue({
         // A pool that survives a server restart (BullMQ's own would crash the process on one). Its commits do not
@@ -225,7 +225,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
   const store = await Store.open(target, typeof target === 'string' ? { poolSize: 20 } : { logger });
   let parts: { queue: StepQueue; bus: Bus };
   try {
-    parts = resolveQueue(
+    parts = await resolveQueue(
       options.queue,
       store,
       typeof target === 'string' ? target : undefined,
@@ -237,7 +237,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
     throw err;
   }
   const rateLimiter = rateLimits
-    ? rateLimiterOf(rateLimits, options.queue, store, options.maxStepMs)
+    ? await rateLimiterOf(rateLimits, options.queue, store, options.maxStepMs)
     : undefined;
   const engine = new Engine(
     {
@@ -291,12 +291,13 @@ export function rateLimitsOfEnv(json: string | undefined): Record<string, ModelR
  * The shared rate limiter of `rateLimits`: on the queue's Redis (its prefix) when the queue is on Redis, else in
  * the PostgreSQL database, else (PGlite: one process) in memory.
  */
-function rateLimiterOf(
+async function rateLimiterOf(
   limits: Record<string, ModelRateLimit>,
   queue: QueueOption | undefined,
   store: Store,
   maxStepMs: number | undefined,
-): { limiter: ModelRateLimiter; close: () => Promise<void> } {
+): Promise<{ limiter: ModelRateLimiter; close: () => Promise<void> }> {
+  const { openModelRateLimiter } = await import('../queue/model-rate-limiter.js');
   const env = loadEnv();
   const chosen =
     queue ?? (env.REDIS_URL && store.database.kind === 'postgres' ? { redis: env.REDIS_URL } : 'local');

@@ -1,15 +1,11 @@
 /**
  * The A2A client side: the only place that imports `@a2a-js/sdk/client` (a dependency-cruiser driver rule). A
  * remote agent's card (fetched from a URL or given), the SDK client over JSON-RPC for it (A2A v1.0, and v0.3 for a
- * card of that version, kagent's and ADK's included), with the agent's headers on every request.
+ * card of that version, kagent's and ADK's included), with the agent's headers on every request. The client module
+ * is imported by the first connection: a process with no remote agent does not load it.
  */
 import { AgentCard, type Message, type Part } from '@a2a-js/sdk';
-import {
-  ClientFactory,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-  type Client,
-} from '@a2a-js/sdk/client';
+import type { Client } from '@a2a-js/sdk/client';
 import { Role } from '@a2a-js/sdk';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 
@@ -43,6 +39,8 @@ export async function connectA2a(
       ...init,
       headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers },
     });
+  const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } =
+    await import('@a2a-js/sdk/client');
   const legacyCompat = { enabled: true };
   const resolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat });
   const factory = new ClientFactory({

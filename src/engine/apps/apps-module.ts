@@ -12,7 +12,7 @@ import { isYamlAppsPath, loadAppsFromYaml, type Registries } from '../../config/
 import { AgentloomError } from '../../core/errors.js';
 import type { Model } from '../../models/model.js';
 import type { Tool } from '../../tools/tool.js';
-import { validateRateLimits, type ModelRateLimit } from '../../queue/model-rate-limiter.js';
+import { validateRateLimits, type ModelRateLimit } from '../../queue/rate-limits.js';
 import type { AppDefinition } from './registry.js';
 
 /** What an apps module provides. */

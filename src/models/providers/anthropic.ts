@@ -1,9 +1,11 @@
 /**
  * AnthropicModel: the {@link Model} adapter over `@anthropic-ai/sdk`'s Messages API. Transient errors (429,
  * 408, 409, 5xx, 529 overloaded, network) are retried by the shared loop of retrying.ts; the SDK's own
- * retrying is off (`maxRetries: 0`) so that there is exactly one owner.
+ * retrying is off (`maxRetries: 0`) so that there is exactly one owner. The SDK is imported on the first call, not
+ * with this file: a process whose apps use no Claude model never loads its ~270 modules.
  */
-import { Anthropic, APIConnectionError, APIError } from '@anthropic-ai/sdk';
+import type * as AnthropicSdk from '@anthropic-ai/sdk';
+import type { Anthropic, ClientOptions } from '@anthropic-ai/sdk';
 import { AgentloomError } from '../../core/errors.js';
 import { EventAssembler, fromMessage, toAnthropicCall } from './anthropic-conversion.js';
 import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../model.js';
@@ -57,7 +59,9 @@ const TRANSIENT_TYPES: ReadonlySet<string> = new Set([
 export class AnthropicModel implements Model {
   readonly name: string;
   readonly provider = 'Anthropic';
-  readonly #client: Anthropic;
+  /** The SDK client, made on the first call (see the file's comment). */
+  #client: Promise<Anthropic> | undefined;
+  readonly #clientOptions: ClientOptions;
   readonly #model: string;
   readonly #maxTokens: number;
   readonly #policy: RetryPolicy;
@@ -79,7 +83,7 @@ export class AnthropicModel implements Model {
     this.#policy = resolveRetryPolicy(options);
     this.#secrets = [options.apiKey];
     // The key and base URL are given, so the SDK reads neither ANTHROPIC_API_KEY nor ANTHROPIC_BASE_URL.
-    this.#client = new Anthropic({
+    this.#clientOptions = {
       apiKey: options.apiKey,
       baseURL: options.baseURL || 'https://api.anthropic.com',
       webhookKey: null,
@@ -87,7 +91,14 @@ export class AnthropicModel implements Model {
       fetch: patientFetch(options.fetch),
       ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
       ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
-    });
+    };
+  }
+
+  /** The SDK client, importing the SDK and making the client on first use (a failed import is tried again). */
+  #clientOf(): Promise<Anthropic> {
+    this.#client ??= loadSdk().then(({ Anthropic }) => new Anthropic(this.#clientOptions));
+    this.#client.catch(() => (this.#client = undefined));
+    return this.#client;
   }
 
   /**
@@ -111,13 +122,11 @@ export class AnthropicModel implements Model {
       onRateLimited: options?.onRateLimited,
       secrets: this.#secrets,
       attempt: async () => {
+        const client = await this.#clientOf();
         if (!onPartial) {
-          return fromMessage(
-            await this.#client.messages.create({ ...body, stream: false }, requestOptions),
-            ctx,
-          );
+          return fromMessage(await client.messages.create({ ...body, stream: false }, requestOptions), ctx);
         }
-        const stream = await this.#client.messages.create({ ...body, stream: true }, requestOptions);
+        const stream = await client.messages.create({ ...body, stream: true }, requestOptions);
         const assembler = new EventAssembler(ctx, onPartial);
         for await (const event of stream) assembler.push(event);
         return assembler.finish();
@@ -127,13 +136,23 @@ export class AnthropicModel implements Model {
   }
 }
 
+/** The Anthropic SDK, once {@link loadSdk} has imported it: an error of its classes can only come after that. */
+let sdk: typeof AnthropicSdk | undefined;
+
+/** Imports the Anthropic SDK (once: the module cache answers again). */
+async function loadSdk(): Promise<typeof AnthropicSdk> {
+  sdk ??= await import('@anthropic-ai/sdk');
+  return sdk;
+}
+
 /** Reads a failed attempt: status, Anthropic's error type and message, the retry hint. */
 function describeFailure(err: unknown): AttemptFailure {
-  if (err instanceof APIConnectionError) {
+  const { APIConnectionError, APIError } = sdk ?? {};
+  if (APIConnectionError && err instanceof APIConnectionError) {
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
     return { transient: true, reason: `${err.message}${cause}` };
   }
-  if (err instanceof APIError) {
+  if (APIError && err instanceof APIError) {
     const kind = err.type ?? undefined;
     const failure: AttemptFailure = {
       // A statusless APIError is an `error` event inside a stream (e.g. overloaded_error).

@@ -3,14 +3,15 @@
  * network) are retried by the shared loop of retrying.ts; the SDK's own retrying is kept off so that there is
  * exactly one owner.
  */
-import {
+import type {
   GoogleGenAI,
-  type Fetch,
-  type GenerateContentConfig,
-  type GenerateContentParameters,
-  type GenerateContentResponse,
-  type HttpOptions,
-  type Part as GenaiPart,
+  GoogleGenAIOptions,
+  Fetch,
+  GenerateContentConfig,
+  GenerateContentParameters,
+  GenerateContentResponse,
+  HttpOptions,
+  Part as GenaiPart,
 } from '@google/genai';
 import type { Content, Part } from '../../core/content.js';
 import { AgentloomError } from '../../core/errors.js';
@@ -62,7 +63,9 @@ interface RetryHint {
 export class Gemini implements Model {
   readonly name: string;
   readonly provider = 'Gemini';
-  readonly #client: GoogleGenAI;
+  /** The SDK client, made on the first call: a process whose apps use no Gemini model never loads the SDK. */
+  #client: Promise<GoogleGenAI> | undefined;
+  readonly #clientOptions: GoogleGenAIOptions;
   readonly #model: string;
   readonly #baseFetch: Fetch | undefined;
   readonly #policy: RetryPolicy;
@@ -86,13 +89,20 @@ export class Gemini implements Model {
     // The SDK retries only when retryOptions is set: dropping it keeps this adapter the single retry owner.
     const { retryOptions: _ignored, ...httpOptions } = options.httpOptions ?? {};
     this.#baseFetch = httpOptions.fetch;
-    this.#client = new GoogleGenAI({
+    this.#clientOptions = {
       apiKey: options.apiKey,
       vertexai: options.vertexai,
       project: options.project,
       location: options.location,
       httpOptions,
-    });
+    };
+  }
+
+  /** The SDK client, importing the SDK and making the client on first use (a failed import is tried again). */
+  #clientOf(): Promise<GoogleGenAI> {
+    this.#client ??= import('@google/genai').then(({ GoogleGenAI }) => new GoogleGenAI(this.#clientOptions));
+    this.#client.catch(() => (this.#client = undefined));
+    return this.#client;
   }
 
   /**
@@ -116,7 +126,7 @@ export class Gemini implements Model {
         const params = this.#params(request, model, hint);
         return options?.onPartial
           ? await this.#stream(params, options.onPartial)
-          : toResponse(await this.#client.models.generateContent(params), toParts);
+          : toResponse(await (await this.#clientOf()).models.generateContent(params), toParts);
       },
       describe: (err) => describeFailure(err, hint),
     });
@@ -148,7 +158,8 @@ export class Gemini implements Model {
     const parts: WirePart[] = [];
     let last: GenerateContentResponse | undefined;
     let finishReason: string | undefined;
-    for await (const chunk of await this.#client.models.generateContentStream(params)) {
+    const client = await this.#clientOf();
+    for await (const chunk of await client.models.generateContentStream(params)) {
       last = chunk;
       finishReason = chunk.candidates?.[0]?.finishReason ?? finishReason;
       const chunkParts = toParts(chunk.candidates?.[0]?.content?.parts);

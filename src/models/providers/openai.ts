@@ -2,9 +2,11 @@
  * OpenAIModel: the {@link Model} adapter over the official `openai` SDK's Chat Completions. One class serves
  * OpenAI, Azure OpenAI (the SDK's `AzureOpenAI` client, when `azure` is given) and OpenAI-compatible servers
  * such as Ollama and vLLM (through `baseURL`). Transient errors are retried by the shared loop of retrying.ts;
- * the SDK's own retrying is off (`maxRetries: 0`) so that there is exactly one owner.
+ * the SDK's own retrying is off (`maxRetries: 0`) so that there is exactly one owner. The SDK is imported on the
+ * first call, not with this file: a process whose apps use no OpenAI model never loads its ~150 modules.
  */
-import { APIConnectionError, APIError, AzureOpenAI, OpenAI } from 'openai';
+import type * as OpenAISdk from 'openai';
+import type { OpenAI } from 'openai';
 import { AgentloomError } from '../../core/errors.js';
 import type { GenerateOptions, Model, ModelRequest, ModelResponse } from '../model.js';
 import { ChunkAssembler, fromCompletion, toChatBody, type MaxTokensField } from './openai-conversion.js';
@@ -79,7 +81,11 @@ export class OpenAIModel implements Model {
   readonly name: string;
   /** The provider's name in errors ('OpenAI', 'Azure OpenAI', 'Ollama', …). */
   readonly provider: string;
-  readonly #client: OpenAI;
+  /** The SDK client, made on the first call (see the file's comment). */
+  #client: Promise<OpenAI> | undefined;
+  readonly #clientOptions: ReturnType<typeof clientOptionsOf>;
+  readonly #baseURL: string;
+  readonly #azure: AzureOpenAIOptions | undefined;
   readonly #model: string;
   readonly #policy: RetryPolicy;
   readonly #secrets: readonly string[];
@@ -105,27 +111,27 @@ export class OpenAIModel implements Model {
     this.#secrets = apiKey === NO_KEY ? [] : [apiKey];
     this.#maxTokensField = options.maxTokensField ?? 'max_completion_tokens';
     this.#strictSchema = options.strictSchema ?? false;
-    // Every option the SDK would otherwise read from process.env is given (null = none): config reads the env.
-    const common = {
-      apiKey,
-      organization: options.organization ?? null,
-      project: options.project ?? null,
-      adminAPIKey: null,
-      webhookSecret: null,
-      maxRetries: 0,
-      fetch: patientFetch(options.fetch),
-      ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
-      ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
-    };
-    this.#client = options.azure
-      ? new AzureOpenAI({
-          ...common,
-          baseURL: null,
-          endpoint: options.azure.endpoint,
-          apiVersion: options.azure.apiVersion,
-          deployment: options.azure.deployment ?? options.model,
-        })
-      : new OpenAI({ ...common, baseURL: options.baseURL || 'https://api.openai.com/v1' });
+    this.#clientOptions = clientOptionsOf(options, apiKey);
+    this.#baseURL = options.baseURL || 'https://api.openai.com/v1';
+    this.#azure = options.azure;
+  }
+
+  /** The SDK client, importing the SDK and making the client on first use (a failed import is tried again). */
+  #clientOf(): Promise<OpenAI> {
+    this.#client ??= loadSdk().then(({ AzureOpenAI, OpenAI }) => {
+      const azure = this.#azure;
+      return azure
+        ? new AzureOpenAI({
+            ...this.#clientOptions,
+            baseURL: null,
+            endpoint: azure.endpoint,
+            apiVersion: azure.apiVersion,
+            deployment: azure.deployment ?? this.#model,
+          })
+        : new OpenAI({ ...this.#clientOptions, baseURL: this.#baseURL });
+    });
+    this.#client.catch(() => (this.#client = undefined));
+    return this.#client;
   }
 
   /**
@@ -152,13 +158,14 @@ export class OpenAIModel implements Model {
       onRateLimited: options?.onRateLimited,
       secrets: this.#secrets,
       attempt: async () => {
+        const client = await this.#clientOf();
         if (!onPartial) {
           return fromCompletion(
-            await this.#client.chat.completions.create({ ...body, stream: false }, requestOptions),
+            await client.chat.completions.create({ ...body, stream: false }, requestOptions),
             ctx,
           );
         }
-        const stream = await this.#client.chat.completions.create(
+        const stream = await client.chat.completions.create(
           { ...body, stream: true, stream_options: { include_usage: true } },
           requestOptions,
         );
@@ -171,6 +178,22 @@ export class OpenAIModel implements Model {
   }
 }
 
+/** What both clients (OpenAI, AzureOpenAI) are made with, but the endpoint. */
+function clientOptionsOf(options: OpenAIModelOptions, apiKey: string) {
+  // Every option the SDK would otherwise read from process.env is given (null = none): config reads the env.
+  return {
+    apiKey,
+    organization: options.organization ?? null,
+    project: options.project ?? null,
+    adminAPIKey: null,
+    webhookSecret: null,
+    maxRetries: 0,
+    fetch: patientFetch(options.fetch),
+    ...(options.timeoutMs !== undefined ? { timeout: options.timeoutMs } : {}),
+    ...(options.defaultHeaders ? { defaultHeaders: options.defaultHeaders } : {}),
+  };
+}
+
 /** OpenAI's error body (`{"error":{message,type,param,code}}`), as the SDK keeps it in `APIError.error`. */
 interface OpenAIErrorBody {
   message?: unknown;
@@ -178,13 +201,23 @@ interface OpenAIErrorBody {
   code?: unknown;
 }
 
+/** The `openai` SDK, once {@link loadSdk} has imported it: an error of its classes can only come after that. */
+let sdk: typeof OpenAISdk | undefined;
+
+/** Imports the `openai` SDK (once: the module cache answers again). */
+async function loadSdk(): Promise<typeof OpenAISdk> {
+  sdk ??= await import('openai');
+  return sdk;
+}
+
 /** Reads a failed attempt: status, OpenAI's error type and message, the retry hint. */
 function describeFailure(err: unknown): AttemptFailure {
-  if (err instanceof APIConnectionError) {
+  const { APIConnectionError, APIError } = sdk ?? {};
+  if (APIConnectionError && err instanceof APIConnectionError) {
     const cause = err.cause instanceof Error ? `: ${err.cause.message}` : '';
     return { transient: true, reason: `${err.message}${cause}` };
   }
-  if (err instanceof APIError) {
+  if (APIError && err instanceof APIError) {
     const body = (err.error ?? {}) as OpenAIErrorBody;
     const kind =
       typeof body.type === 'string' ? body.type : typeof body.code === 'string' ? body.code : undefined;

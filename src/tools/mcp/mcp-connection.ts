@@ -3,20 +3,14 @@
  * or a Streamable HTTP / SSE session), opened again after it closed (the child died, the server went away), and
  * closed with the toolset. Opening is retried: nothing has been sent yet, so a retry cannot repeat an effect.
  * What the server sends of its own accord is routed to the toolset (its tool list changed) or the log (stderr).
+ * The MCP SDK is imported by the first connection that opens, not with this file: a process whose apps have no MCP
+ * toolset never loads it.
  */
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { getDefaultEnvironment, StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import {
-  ElicitRequestSchema,
-  ToolListChangedNotificationSchema,
-  type ElicitRequest,
-  type ElicitResult,
-} from '@modelcontextprotocol/sdk/types.js';
+import type { ElicitRequest, ElicitResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from 'pino';
 import { AgentloomError } from '../../core/errors.js';
 
@@ -45,6 +39,31 @@ const OPEN_BACKOFF_MS = 250;
 
 /** The client name and version agentloom introduces itself with. */
 const CLIENT_INFO = { name: 'agentloom', version: '1' };
+
+/** The parts of the MCP SDK a connection uses, imported once, when the first connection opens. */
+async function importSdk() {
+  const [client, sse, stdio, streamableHttp, types] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/sse.js'),
+    import('@modelcontextprotocol/sdk/client/stdio.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return { ...client, ...sse, ...stdio, ...streamableHttp, ...types };
+}
+
+type McpSdk = Awaited<ReturnType<typeof importSdk>>;
+
+let sdk: Promise<McpSdk> | undefined;
+
+/** The MCP SDK (see {@link importSdk}); an import that failed is tried again by the next caller. */
+export function loadMcpSdk(): Promise<McpSdk> {
+  sdk ??= importSdk().catch((err: unknown) => {
+    sdk = undefined;
+    throw err;
+  });
+  return sdk;
+}
 
 /** Describes a server for messages: its URL or its command line. */
 export function describeServer(connection: McpConnectionOptions): string {
@@ -94,6 +113,8 @@ export class McpConnection {
   }
 
   private async open(logger: Logger | undefined): Promise<Client> {
+    const mcp = await loadMcpSdk();
+    const { Client, ElicitRequestSchema, ToolListChangedNotificationSchema } = mcp;
     let last: unknown;
     for (let attempt = 1; attempt <= OPEN_ATTEMPTS; attempt++) {
       // Form-mode elicitation: a server may ask the user for input during a call (ToolContext.elicit).
@@ -121,7 +142,7 @@ export class McpConnection {
       });
       try {
         this.current = client;
-        await client.connect(this.transport(logger), { timeout: this.options.openTimeoutMs });
+        await client.connect(this.transport(mcp, logger), { timeout: this.options.openTimeoutMs });
         return client;
       } catch (err) {
         last = err;
@@ -143,8 +164,10 @@ export class McpConnection {
     );
   }
 
-  private transport(logger: Logger | undefined): Transport {
+  private transport(mcp: McpSdk, logger: Logger | undefined): Transport {
     const { connection } = this;
+    const { SSEClientTransport, StdioClientTransport, StreamableHTTPClientTransport, getDefaultEnvironment } =
+      mcp;
     if ('url' in connection) {
       const url = new URL(connection.url);
       const requestInit = connection.headers ? { headers: connection.headers } : undefined;

@@ -20,8 +20,8 @@ import { zodIssues } from '../../core/validation.js';
 import type { ToolDeclaration } from '../../models/model.js';
 import type { SideEffects, Tool, ToolContext } from '../tool.js';
 import type { Toolset, ToolsetContext } from '../toolset.js';
-import { ErrorCode, McpError, type ElicitResult } from '@modelcontextprotocol/sdk/types.js';
-import { describeServer, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
+import type { ElicitResult, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { describeServer, loadMcpSdk, McpConnection, type McpConnectionOptions } from './mcp-connection.js';
 import { optionsSchema, type McpToolsetOptions } from './mcp-options.js';
 
 export type { McpToolsetOptions };
@@ -254,7 +254,7 @@ export class McpToolset implements Toolset {
       let sent: AbortSignal | undefined;
       connection.onElicit = async (params) => {
         if (params.mode === 'url') return { action: 'decline' };
-        if (sent?.aborted) throw unanswered(this.name);
+        if (sent?.aborted) throw await unanswered(this.name);
         const release = hold?.();
         try {
           const answer = await ctx.elicit({
@@ -267,7 +267,7 @@ export class McpToolset implements Toolset {
           // `cancel`, and the server may take it before our notifications/cancelled (its SDK handles a reply at once
           // and a notification a tick later, so when both come in one read the reply wins) and finish the call on
           // it. An error only ends the server's wait, whichever of the two it handles first.
-          if (answer.withdrawn || sent?.aborted) throw unanswered(this.name);
+          if (answer.withdrawn || sent?.aborted) throw await unanswered(this.name);
           return answer.action === 'accept'
             ? { action: 'accept', content: answer.content as ElicitResult['content'] }
             : { action: answer.action };
@@ -364,7 +364,9 @@ class McpTool implements Tool {
  * The reply to a server's question whose call we cancelled: an error, since nobody answered. (The SDK replies the
  * same code, "Request was cancelled", when a request it was asked to send was cancelled.)
  */
-function unanswered(server: string): McpError {
+async function unanswered(server: string): Promise<McpError> {
+  // The SDK is loaded: a question comes over a connection it opened.
+  const { ErrorCode, McpError } = await loadMcpSdk();
   return new McpError(
     ErrorCode.ConnectionClosed,
     `the call was cancelled: nobody will answer MCP server "${server}"`,
