@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { v03Request } from '../support/client/a2a-client.js';
 import { freePort } from '../support/processes/cli.js';
 import { DEV_START_MS, DevProcesses, invocationCount } from '../support/processes/a2a-dev.js';
 
@@ -125,20 +126,7 @@ describe('agentloom dev over A2A', () => {
       const legacy = await fetch(`${url}/api/a2a/default/mail`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'message/send',
-          params: {
-            message: {
-              kind: 'message',
-              messageId: 'm1',
-              role: 'user',
-              parts: [{ kind: 'text', text: 'mail bob' }],
-            },
-            configuration: { blocking: true },
-          },
-        }),
+        body: JSON.stringify(v03Request('message/send', 'mail bob', { messageId: 'm1' })),
       });
       const body = (await legacy.json()) as { result: { kind: string; status: { state: string } } };
       expect(body.result).toMatchObject({ kind: 'task', status: { state: 'input-required' } });

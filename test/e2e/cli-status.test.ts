@@ -6,59 +6,46 @@
  * invocation and for an API that does not answer.
  */
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { createEngine, FunctionTool, SequentialAgent, type Engine } from '../../src/index.js';
-import { call, scripted } from '../fixtures/agents.js';
+import { describe, expect, it } from 'vitest';
+import { createEngine, SequentialAgent } from '../../src/index.js';
+import { call, confirmedTool, scripted } from '../fixtures/agents.js';
 import { freePort, runCli, show } from '../support/processes/cli.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 const url = await createTestDatabase();
-let engine: Engine;
-let server: ApiApp;
-let base: string;
-
-beforeAll(async () => {
-  const send = new FunctionTool({
-    name: 'send',
-    description: 'sends',
-    requireConfirmation: true,
-    execute: () => ({ sent: true }),
-  });
-  const root = new SequentialAgent({
-    name: 'pipeline',
-    subAgents: [
-      scripted('writer', 'draft'),
-      scripted('sender', call('send', { to: 'bob' }), { tools: [send] }),
-    ],
-  });
-  engine = await createEngine({
-    apps: [{ name: 'mail', agent: root }],
-    database: url,
-    queue: 'local',
-    logger: pino({ level: 'silent' }),
-  });
-  server = await createApiServer({ engine, processMetrics: false });
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-});
-
-afterAll(async () => {
-  await server?.close();
-  await engine?.close();
-});
+const api = serveEngine(
+  async () => {
+    const send = confirmedTool('send', 'sends');
+    const root = new SequentialAgent({
+      name: 'pipeline',
+      subAgents: [
+        scripted('writer', 'draft'),
+        scripted('sender', call('send', { to: 'bob' }), { tools: [send] }),
+      ],
+    });
+    return createEngine({
+      apps: [{ name: 'mail', agent: root }],
+      database: url,
+      queue: 'local',
+      logger: pino({ level: 'silent' }),
+    });
+  },
+  { processMetrics: false },
+);
 
 describe('agentloom status', () => {
   it('shows the definition hash a run needs, its node tree and its pending call', async () => {
-    const { invocationId } = await engine.enqueue({ app: 'mail', userId: 'u', input: 'go' });
-    const paused = await engine.wait(invocationId, { timeoutMs: 30_000 });
+    const { invocationId } = await api.engine.enqueue({ app: 'mail', userId: 'u', input: 'go' });
+    const paused = await api.engine.wait(invocationId, { timeoutMs: 30_000 });
     expect(paused.status).toBe('paused');
-    const result = await runCli(['status', invocationId, '--url', base]);
+    const result = await runCli(['status', invocationId, '--url', api.base]);
     expect(result.stderr).toBe('');
     // The run's code: 3 paused (a script branches on it without parsing the text).
     expect(result.code, show(result)).toBe(3);
     const lines = result.stdout.split('\n');
     expect(lines[0]).toBe(`invocation ${invocationId}  app mail  status paused`);
-    expect(lines[1]).toContain(`definition ${engine.apps.get('mail')?.definitionHash}`);
+    expect(lines[1]).toContain(`definition ${api.engine.apps.get('mail')?.definitionHash}`);
     expect(lines.slice(3, 7)).toEqual([
       'nodes',
       '  pipeline  sequential  paused',
@@ -68,8 +55,10 @@ describe('agentloom status', () => {
     const callId = paused.pending[0]?.callId as string;
     const at = lines.indexOf(`pending confirmation ${callId}: send({"to":"bob"}) at pipeline/sender`);
     expect(at, result.stdout).toBeGreaterThan(0);
-    expect(lines[at + 1]).toBe(`  approve: npx agentloom approve ${invocationId} ${callId} --url ${base}`);
-    expect(lines[at + 2]).toBe(`  reject:  npx agentloom reject ${invocationId} ${callId} --url ${base}`);
+    expect(lines[at + 1]).toBe(
+      `  approve: npx agentloom approve ${invocationId} ${callId} --url ${api.base}`,
+    );
+    expect(lines[at + 2]).toBe(`  reject:  npx agentloom reject ${invocationId} ${callId} --url ${api.base}`);
   });
 
   it("says in --help that it exits with the run's code", async () => {
@@ -81,7 +70,7 @@ describe('agentloom status', () => {
   });
 
   it('names an unknown invocation, and an API that does not answer, in one plain line (exit 1)', async () => {
-    const unknown = await runCli(['status', 'inv_missing'], { env: { AGENTLOOM_URL: base } });
+    const unknown = await runCli(['status', 'inv_missing'], { env: { AGENTLOOM_URL: api.base } });
     expect(unknown.code, show(unknown)).toBe(1);
     expect(unknown.stderr).toMatch(/^agentloom: NOT_FOUND: invocation inv_missing does not exist\n$/);
     const closed = `http://127.0.0.1:${await freePort()}`;

@@ -4,24 +4,16 @@
  * the run where it paused (it pauses again at the raised limit), Stop run cancels it.
  */
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { consoleBrowser, openPage } from '../support/processes/browser.js';
 import { freePort, REPO } from '../support/processes/cli.js';
 import { DEV_START_MS, DevProcesses } from '../support/processes/a2a-dev.js';
 import { waitFor } from '../support/assert/wait-for.js';
 
+const chromium = consoleBrowser();
 const devs = new DevProcesses();
-let browser: Browser;
-
-beforeAll(async () => {
-  await buildConsole();
-  browser = await launchBrowser();
-}, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
   await devs.stopAll();
 });
 
@@ -57,7 +49,7 @@ describe('a budget pause in the console', () => {
       const { invocationId: id } = (await created.json()) as { invocationId: string };
       await pausedAt(id, 900);
 
-      const { page, trouble } = await openPage(browser);
+      const { page, trouble } = await openPage(chromium.browser);
       await page.goto(`${url}/#/inbox`);
       await page.getByLabel('Your name').fill('Ada Lovelace');
       await page.getByLabel('Your name').press('Tab');

@@ -4,43 +4,28 @@
  * the form, the new run opens and completes; "Diff with the original" shows both runs aligned by node path with the
  * first divergence marked. Checked through the engine after; no error in the browser throughout.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConsole } from '../../console/build.js';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { ScriptedModel, type Engine } from '../../src/index.js';
-import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { describe, expect, it } from 'vitest';
+import { ScriptedModel } from '../../src/index.js';
+import { consoleBrowser, openPage } from '../support/processes/browser.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
 const SHOWS_MS = 60_000;
 
 describe('fork and diff in the console', () => {
-  let browser: Browser;
-  let engine: Engine;
-  let server: ApiApp;
-  let base: string;
   const model = new ScriptedModel({ respond });
-
-  beforeAll(async () => {
-    await buildConsole();
-    browser = await launchBrowser();
-    engine = await engineOn(backends[0]!, { apps: forkApps(model, new Ledger()) });
-    server = await createApiServer({ engine, processMetrics: false });
-    base = await server.listen({ port: 0, host: '127.0.0.1' });
-  }, 120_000);
-  afterAll(async () => {
-    await browser?.close();
-    await server?.close();
-    await engine?.close();
+  const chromium = consoleBrowser();
+  const api = serveEngine(() => engineOn(backends[0]!, { apps: forkApps(model, new Ledger()) }), {
+    processMetrics: false,
   });
 
   it('forks from a node of a completed run with a state patch and an instruction, opens the new run and the diff', async () => {
-    const { invocationId: id } = await engine.enqueue({ app: 'writer', userId: 'u', input: 'tea' });
-    expect((await engine.wait(id, { timeoutMs: 30_000 })).status).toBe('completed');
+    const { invocationId: id } = await api.engine.enqueue({ app: 'writer', userId: 'u', input: 'tea' });
+    expect((await api.engine.wait(id, { timeoutMs: 30_000 })).status).toBe('completed');
     const calls = model.calls;
-    const { page, trouble } = await openPage(browser);
-    await page.goto(`${base}/#/runs/${id}`);
+    const { page, trouble } = await openPage(chromium.browser);
+    await page.goto(`${api.base}/#/runs/${id}`);
     await page
       .getByRole('button', { name: 'Fork from writer/refine/drafter#1' })
       .click({ timeout: SHOWS_MS });
@@ -54,7 +39,7 @@ describe('fork and diff in the console', () => {
     await page.waitForURL(/#\/runs\/inv_/, { timeout: SHOWS_MS });
     const forkId = decodeURIComponent(new URL(page.url()).hash.slice('#/runs/'.length));
     expect(forkId).not.toBe(id);
-    const fork = await engine.wait(forkId, { timeoutMs: 30_000 });
+    const fork = await api.engine.wait(forkId, { timeoutMs: 30_000 });
     expect(fork).toMatchObject({
       status: 'completed',
       forkedFrom: id,

@@ -4,10 +4,8 @@
  * the inbox shows what the remote asked and its task; the answer typed there goes to the remote task, which
  * completes, and so does our run, with the remote's answer as its output.
  */
-import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage } from '../support/processes/browser.js';
+import { afterAll, describe, expect, it } from 'vitest';
+import { consoleBrowser, openPage } from '../support/processes/browser.js';
 import { freePort, REPO } from '../support/processes/cli.js';
 import { clientFor } from '../support/client/a2a-client.js';
 import { DEV_START_MS, DevProcesses } from '../support/processes/a2a-dev.js';
@@ -19,16 +17,10 @@ import { TaskState } from '@a2a-js/sdk';
 
 const QUESTION = 'Which colour should the otter be?';
 const remote = await startSdkAgent(() => ({ ask: QUESTION }));
+const chromium = consoleBrowser();
 const devs = new DevProcesses();
-let browser: Browser;
-
-beforeAll(async () => {
-  await buildConsole();
-  browser = await launchBrowser();
-}, 120_000);
 
 afterAll(async () => {
-  await browser?.close();
   await devs.stopAll();
   await remote.close();
 });
@@ -62,7 +54,7 @@ describe("a remote agent's question in the console", () => {
       const taskId = paused.pending[0]?.args.taskId as string;
       expect(remote.tasks).toEqual([taskId]);
 
-      const { page, trouble } = await openPage(browser);
+      const { page, trouble } = await openPage(chromium.browser);
       await page.goto(`${url}/#/inbox`);
       await page.getByLabel('Your name').fill('Grace Hopper');
       await page.getByLabel('Your name').press('Tab');

@@ -22,10 +22,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildConsole } from '../../console/build.js';
-import { launchBrowser, openPage, type PageTrouble } from '../support/processes/browser.js';
+import { consoleBrowser, openPage, type PageTrouble } from '../support/processes/browser.js';
 import { freePort, REPO, ServerProcess } from '../support/processes/cli.js';
 import {
   answersFromConsole,
@@ -54,15 +52,9 @@ const START_TIMEOUT_MS = 180_000;
 const LEASE_MS = '30000';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-console-'));
-let browser: Browser;
+const chromium = consoleBrowser();
 
-beforeAll(async () => {
-  await buildConsole();
-  browser = await launchBrowser();
-}, 120_000);
-
-afterAll(async () => {
-  await browser?.close();
+afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -87,31 +79,31 @@ function consoleScenarios(target: ConsoleTarget): void {
   const clean = (trouble: PageTrouble) => expect(trouble).toEqual({ uncaught: [], consoleErrors: [] });
 
   it('signs in, shows a CLI run live, its pause in the inbox, its tree and events; Approve completes it', async () => {
-    clean(await approveFromConsole(browser, target));
+    clean(await approveFromConsole(chromium.browser, target));
   });
 
   it('rejects, answers a long-running call with checked JSON, and says who answered first', async () => {
-    clean(await answersFromConsole(browser, target));
+    clean(await answersFromConsole(chromium.browser, target));
   });
 
   it("answers a running tool's question (elicitation) with the fields it asks for", async () => {
-    clean(await elicitationFromConsole(browser, target));
+    clean(await elicitationFromConsole(chromium.browser, target));
   });
 
   it("asks for a tool's credential, sends it from a password field, and never shows it", async () => {
-    clean(await credentialFromConsole(browser, target));
+    clean(await credentialFromConsole(chromium.browser, target));
   });
 
   it('cancels and retries a run', async () => {
-    clean(await cancelRetryFromConsole(browser, target));
+    clean(await cancelRetryFromConsole(chromium.browser, target));
   });
 
   it("shows a key only its apps' runs and calls", async () => {
-    clean(await keyScopeInConsole(browser, target));
+    clean(await keyScopeInConsole(chromium.browser, target));
   });
 
   it('loads in under 300 KB, compressed', async () => {
-    const bytes = await firstLoadBytes(browser, target);
+    const bytes = await firstLoadBytes(chromium.browser, target);
     console.log(`console: first load ${(bytes / 1024).toFixed(1)} KB compressed (page, script, stylesheet)`);
     expect(bytes).toBeLessThan(300 * 1024);
   });
@@ -140,7 +132,7 @@ describe('the console on agentloom dev (PGlite, clean data dir)', () => {
         body: JSON.stringify({ userId: 'console-e2e', input: 'mail bob' }),
       });
       const { invocationId: id } = (await created.json()) as { invocationId: string };
-      const { page, trouble } = await openPage(browser);
+      const { page, trouble } = await openPage(chromium.browser);
       await page.goto(`${url}/#/inbox`);
       await page.getByLabel('Your name').fill('Ada Lovelace');
       await page.getByLabel('Your name').press('Tab');

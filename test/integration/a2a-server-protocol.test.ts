@@ -9,7 +9,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import type { Engine } from '../../src/index.js';
 import { listInvocations } from '../../src/store/repos/invocations.js';
-import { asTask, clientFor, collect, send, sseResults, textsOf } from '../support/client/a2a-client.js';
+import {
+  asTask,
+  clientFor,
+  collect,
+  send,
+  sseResults,
+  textsOf,
+  v03Request,
+} from '../support/client/a2a-client.js';
 import { a2aServerSetting, KEY, OTHER, type Json } from '../support/scenarios/a2a-server.js';
 
 const setting = a2aServerSetting();
@@ -24,20 +32,10 @@ beforeAll(() => {
 
 describe('v0.3 clients', () => {
   it('message/send, tasks/get and message/stream in v0.3 shapes on the same endpoint', async () => {
-    const sent = await rpc('/api/a2a/default/echo', {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'message/send',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: 'v03-1',
-          role: 'user',
-          parts: [{ kind: 'text', text: 'old client' }],
-        },
-        configuration: { blocking: true },
-      },
-    });
+    const sent = await rpc(
+      '/api/a2a/default/echo',
+      v03Request('message/send', 'old client', { messageId: 'v03-1' }),
+    );
     expect(sent.status).toBe(200);
     expect(sent.json.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
     expect(sent.json.result.artifacts[0].parts[0]).toMatchObject({ kind: 'text', text: 'echo #1' });
@@ -53,19 +51,10 @@ describe('v0.3 clients', () => {
       status: { state: 'completed' },
     });
     expect(got.json.result.history).toHaveLength(1);
-    const streamed = await rpc('/a2a/echo', {
-      jsonrpc: '2.0',
-      id: 3,
-      method: 'message/stream',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: 'v03-2',
-          role: 'user',
-          parts: [{ kind: 'text', text: 'stream' }],
-        },
-      },
-    });
+    const streamed = await rpc(
+      '/a2a/echo',
+      v03Request('message/stream', 'stream', { id: 3, messageId: 'v03-2' }),
+    );
     const blocks = sseResults(streamed.text);
     expect(blocks[0].kind).toBe('task');
     expect(blocks.at(-1)).toMatchObject({
@@ -77,19 +66,7 @@ describe('v0.3 clients', () => {
   });
 
   it('message/stream to a confirmation ends input-required with the call as a data part; tasks/resubscribe', async () => {
-    const streamed = await rpc('/a2a/mail', {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'message/stream',
-      params: {
-        message: {
-          kind: 'message',
-          messageId: 'v03-3',
-          role: 'user',
-          parts: [{ kind: 'text', text: 'mail' }],
-        },
-      },
-    });
+    const streamed = await rpc('/a2a/mail', v03Request('message/stream', 'mail', { messageId: 'v03-3' }));
     const blocks = sseResults(streamed.text);
     const last = blocks.at(-1);
     // (the SDK's v0.3 translation marks only terminal states `final`; the stream ends here all the same)
@@ -124,19 +101,7 @@ describe('long streams', () => {
     const response = await fetch(`${base}/a2a/held`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'message/stream',
-        params: {
-          message: {
-            kind: 'message',
-            messageId: 'h1',
-            role: 'user',
-            parts: [{ kind: 'text', text: 'hold' }],
-          },
-        },
-      }),
+      body: JSON.stringify(v03Request('message/stream', 'hold', { messageId: 'h1' })),
     });
     expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const decoder = new TextDecoder();
@@ -289,24 +254,9 @@ describe('errors', () => {
 describe("a caller's trace context", () => {
   it("a traceparent on message/send makes the task a run of the caller's trace", async () => {
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
-    const sent = await rpc(
-      '/a2a/echo',
-      {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'message/send',
-        params: {
-          message: {
-            kind: 'message',
-            messageId: 'traced-1',
-            role: 'user',
-            parts: [{ kind: 'text', text: 'hi' }],
-          },
-          configuration: { blocking: true },
-        },
-      },
-      { traceparent: `00-${traceId}-00f067aa0ba902b7-01` },
-    );
+    const sent = await rpc('/a2a/echo', v03Request('message/send', 'hi', { messageId: 'traced-1' }), {
+      traceparent: `00-${traceId}-00f067aa0ba902b7-01`,
+    });
     expect(sent.status).toBe(200);
     const view = await engine.get(sent.json.result.id as string);
     expect(view.traceId).toBe(traceId);

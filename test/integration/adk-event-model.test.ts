@@ -7,13 +7,11 @@
  * on `/v1`.
  */
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { beforeAll, describe, expect, it } from 'vitest';
 import {
   createEngine,
   FunctionTool,
   LlmAgent,
-  type Engine,
   ScriptedModel,
   type GenerateOptions,
   type LlmAgentOptions,
@@ -24,8 +22,9 @@ import {
   type ScriptedTurn,
 } from '../../src/index.js';
 import { keysOutsideAdkModel } from '../support/assert/adk-event-model.js';
-import { call } from '../fixtures/agents.js';
+import { call, confirmedTool, longRunningTool } from '../fixtures/agents.js';
 import { apiClient } from '../support/client/http-client.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
@@ -49,59 +48,41 @@ class StreamingModel implements Model {
   }
 }
 
-let engine: Engine;
-let server: ApiApp;
-let base: string;
-
-beforeAll(async () => {
-  const lookup = new FunctionTool({
-    name: 'lookup',
-    description: 'looks an order up',
-    execute: () => ({ order: 'shipped' }),
-  });
-  const send = new FunctionTool({
-    name: 'send_mail',
-    description: 'sends a mail',
-    requireConfirmation: true,
-    execute: () => ({ sent: true }),
-  });
-  const startJob = new FunctionTool({
-    name: 'start_job',
-    description: 'starts a job',
-    isLongRunning: true,
-    execute: () => ({ status: 'started' }),
-  });
-  const firstCall = (name: string, answer: string) => (turn: ScriptedTurn) =>
-    turn.callIndex === 0 ? call(name, { id: 7 }) : answer;
-  const billing = metered('billing', () => 'billing here', { description: 'billing questions' });
-  const router = metered(
-    'router',
-    (turn) => (turn.callIndex === 0 ? call('transfer_to_agent', { agent_name: 'billing' }) : 'router'),
-    { subAgents: [billing] },
-  );
-  engine = await createEngine({
-    apps: [
-      { name: 'desk', agent: metered('clerk', firstCall('lookup', 'it shipped'), { tools: [lookup] }) },
-      { name: 'mail', agent: metered('sender', firstCall('send_mail', 'mail sent'), { tools: [send] }) },
-      { name: 'jobs', agent: metered('runner', firstCall('start_job', 'job done'), { tools: [startJob] }) },
-      { name: 'routing', agent: router },
-      {
-        name: 'stream',
-        agent: new LlmAgent({ name: 'streamer', model: new StreamingModel(), stream: true }),
-      },
-    ],
-    database: await createTestDatabase(),
-    queue: 'local',
-    logger: pino({ level: 'silent' }),
-  });
-  server = await createApiServer({ engine, processMetrics: false });
-  base = await server.listen({ port: 0, host: '127.0.0.1' });
-});
-
-afterAll(async () => {
-  await server?.close();
-  await engine?.close();
-});
+const api = serveEngine(
+  async () => {
+    const lookup = new FunctionTool({
+      name: 'lookup',
+      description: 'looks an order up',
+      execute: () => ({ order: 'shipped' }),
+    });
+    const send = confirmedTool('send_mail', 'sends a mail');
+    const startJob = longRunningTool('start_job', 'starts a job', 'started');
+    const firstCall = (name: string, answer: string) => (turn: ScriptedTurn) =>
+      turn.callIndex === 0 ? call(name, { id: 7 }) : answer;
+    const billing = metered('billing', () => 'billing here', { description: 'billing questions' });
+    const router = metered(
+      'router',
+      (turn) => (turn.callIndex === 0 ? call('transfer_to_agent', { agent_name: 'billing' }) : 'router'),
+      { subAgents: [billing] },
+    );
+    return createEngine({
+      apps: [
+        { name: 'desk', agent: metered('clerk', firstCall('lookup', 'it shipped'), { tools: [lookup] }) },
+        { name: 'mail', agent: metered('sender', firstCall('send_mail', 'mail sent'), { tools: [send] }) },
+        { name: 'jobs', agent: metered('runner', firstCall('start_job', 'job done'), { tools: [startJob] }) },
+        { name: 'routing', agent: router },
+        {
+          name: 'stream',
+          agent: new LlmAgent({ name: 'streamer', model: new StreamingModel(), stream: true }),
+        },
+      ],
+      database: await createTestDatabase(),
+      queue: 'local',
+      logger: pino({ level: 'silent' }),
+    });
+  },
+  { processMetrics: false },
+);
 
 /** An LlmAgent whose scripted model reports {@link USAGE} on every call, as a provider would. */
 function metered(
@@ -112,12 +93,12 @@ function metered(
   return new LlmAgent({ name, model: new ScriptedModel({ respond: reply, usage: USAGE }), ...options });
 }
 
-const http = apiClient<Json>({ base: () => base });
+const http = apiClient<Json>({ base: () => api.base });
 
 /** `/run_sse`, read block by block as it arrives; `onEvent` sees each event as it comes. */
 async function runSse(body: Json, onEvent: (event: Json) => void = () => undefined): Promise<Json[]> {
   // Read as it streams, so not through the client (which reads an answer whole).
-  const response = await fetch(`${base}/run_sse`, {
+  const response = await fetch(`${api.base}/run_sse`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify(body),

@@ -9,75 +9,43 @@
  * while /v1 keeps its own `{"error": {code, message}}`.
  */
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import {
-  createEngine,
-  FunctionTool,
-  SequentialAgent,
-  type Engine,
-  type ScriptedTurn,
-} from '../../src/index.js';
+import { describe, expect, it } from 'vitest';
+import { createEngine, SequentialAgent } from '../../src/index.js';
 import { keysOutsideAdkModel } from '../support/assert/adk-event-model.js';
-import { call, scripted } from '../fixtures/agents.js';
+import { mailSender, scripted } from '../fixtures/agents.js';
 import { apiClient } from '../support/client/http-client.js';
+import { serveApi, serveEngine } from '../support/services/api-servers.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
 type Json = any;
 
 const KEY = 'adk-routes-key-0123456789';
-let engine: Engine;
-let open: ApiApp;
-let keyed: ApiApp;
-let base: string;
-let keyedBase: string;
 let sends = 0;
 
-beforeAll(async () => {
-  const send = new FunctionTool({
-    name: 'send_mail',
-    description: 'sends a mail',
-    requireConfirmation: true,
-    execute: () => {
-      sends++;
-      return { sent: true };
-    },
-  });
-  const root = new SequentialAgent({
-    name: 'pipeline',
-    subAgents: [
-      scripted('writer', 'a draft'),
-      scripted(
-        'sender',
-        (turn: ScriptedTurn) => (turn.callIndex === 0 ? call('send_mail', { to: 'bob' }) : 'mail handled'),
-        { tools: [send] },
-      ),
-    ],
-  });
-  engine = await createEngine({
-    apps: [
-      { name: 'mail', agent: root },
-      { name: 'echo', agent: scripted('echoer', 'echo') },
-    ],
-    database: await createTestDatabase(),
-    queue: 'local',
-    logger: pino({ level: 'silent' }),
-  });
-  open = await createApiServer({ engine, processMetrics: false });
-  base = await open.listen({ port: 0, host: '127.0.0.1' });
-  keyed = await createApiServer({ engine, processMetrics: false, apiKeys: `echoes:${KEY}:echo` });
-  keyedBase = await keyed.listen({ port: 0, host: '127.0.0.1' });
-});
-
-afterAll(async () => {
-  await open?.close();
-  await keyed?.close();
-  await engine?.close();
-});
+/** The engine behind a server without keys, and behind a server with a key for `echo`. */
+const open = serveEngine(
+  async () => {
+    const root = new SequentialAgent({
+      name: 'pipeline',
+      subAgents: [scripted('writer', 'a draft'), mailSender(() => sends++)],
+    });
+    return createEngine({
+      apps: [
+        { name: 'mail', agent: root },
+        { name: 'echo', agent: scripted('echoer', 'echo') },
+      ],
+      database: await createTestDatabase(),
+      queue: 'local',
+      logger: pino({ level: 'silent' }),
+    });
+  },
+  { processMetrics: false },
+);
+const keyed = serveApi(() => open.engine, { processMetrics: false, apiKeys: `echoes:${KEY}:echo` });
 
 /** A client of the server without keys; SSE answers are read from `text`. */
-const http = apiClient<Json>({ base: () => base });
+const http = apiClient<Json>({ base: () => open.base });
 
 /** The `data:` payloads of an SSE body; fails on any other kind of line. */
 function dataBlocks(text: string): Json[] {
@@ -89,7 +57,7 @@ function dataBlocks(text: string): Json[] {
 describe('apps and version', () => {
   it('lists app names as a bare array, and a key sees only its apps', async () => {
     expect((await http('GET', '/list-apps?relative_path=./')).body).toEqual(['mail', 'echo']);
-    const keyedHttp = apiClient<Json>({ base: () => keyedBase });
+    const keyedHttp = apiClient<Json>({ base: () => keyed.base });
     expect((await keyedHttp('GET', '/list-apps', undefined, { bearer: KEY })).body).toEqual(['echo']);
     expect((await keyedHttp('GET', '/list-apps')).status).toBe(401);
   });
@@ -113,18 +81,18 @@ describe('errors', () => {
       return { status: response.status, json: (await response.json()) as Json };
     };
     const post = (body: string, type = 'application/json') =>
-      answer(`${base}/run`, { method: 'POST', headers: { 'content-type': type }, body });
+      answer(`${open.base}/run`, { method: 'POST', headers: { 'content-type': type }, body });
     const refusals: { status: number; answer: Promise<{ status: number; json: Json }> }[] = [
       // the route: an unknown session, an unknown app
-      { status: 404, answer: answer(`${base}/apps/mail/users/bea/sessions/nope`) },
-      { status: 404, answer: answer(`${base}/apps/nope/users/bea/sessions`) },
+      { status: 404, answer: answer(`${open.base}/apps/mail/users/bea/sessions/nope`) },
+      { status: 404, answer: answer(`${open.base}/apps/nope/users/bea/sessions`) },
       // the body: a schema check, JSON that does not parse, a type not taken, a body too large
       { status: 400, answer: post(JSON.stringify({ appName: 'echo' })) },
       { status: 400, answer: post('{"appName":') },
       { status: 415, answer: post('<run/>', 'text/xml') },
       { status: 413, answer: post(big) },
       // a key: none sent
-      { status: 401, answer: answer(`${keyedBase}/apps/echo/users/u/sessions`) },
+      { status: 401, answer: answer(`${keyed.base}/apps/echo/users/u/sessions`) },
     ];
     for (const refusal of refusals) {
       const { status, json } = await refusal.answer;
@@ -215,9 +183,9 @@ describe('sessions', () => {
     const refused = await http('DELETE', `/apps/mail/users/cy/sessions/${session.id}`);
     expect(refused.status).toBe(409);
     expect(refused.body.detail).toContain('cancel it first');
-    const [paused] = (await engine.store.listSessions({ app: 'mail', userId: 'cy' })).map((s) => s.id);
+    const [paused] = (await open.engine.store.listSessions({ app: 'mail', userId: 'cy' })).map((s) => s.id);
     const inv = (await http('GET', `/v1/invocations?userId=cy`)).body.invocations[0];
-    await engine.cancel(inv.id);
+    await open.engine.cancel(inv.id);
     expect((await http('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(204);
     expect((await http('GET', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
     expect((await http('DELETE', `/apps/mail/users/cy/sessions/${paused}`)).status).toBe(404);
@@ -254,7 +222,7 @@ describe('/run_sse and /run', () => {
     expect(request_.name).toBe('adk_request_confirmation');
     expect(ask.longRunningToolIds).toEqual([request_.id]);
     const invocationId = ask.invocationId;
-    expect((await engine.get(invocationId)).status).toBe('paused');
+    expect((await open.engine.get(invocationId)).status).toBe('paused');
 
     // The dev UI answers with a function response (snake_case from a Python client works the same).
     const second = await http('POST', '/run_sse', {
@@ -277,7 +245,7 @@ describe('/run_sse and /run', () => {
     const rest = dataBlocks(second.text);
     expect(new Set(rest.map((e) => e.invocationId))).toEqual(new Set([invocationId]));
     expect(rest.some((e) => e.content?.parts?.[0]?.text === 'mail handled')).toBe(true);
-    expect((await engine.get(invocationId)).status).toBe('completed');
+    expect((await open.engine.get(invocationId)).status).toBe('completed');
     expect(sends - before).toBe(1);
     // The stored session holds the whole conversation.
     const stored = await http('GET', `/apps/mail/users/dee/sessions/${session.id}`);

@@ -7,11 +7,9 @@
 import { request as httpRequest, Agent } from 'node:http';
 import { connect } from 'node:net';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FunctionTool, type Engine } from '../../src/index.js';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { afterAll, describe, expect, it } from 'vitest';
 import { queryRows } from '../../src/store/index.js';
-import { call, scripted } from '../fixtures/agents.js';
+import { echoConfirmApps } from '../fixtures/apps/echo-confirm-apps.js';
 import {
   answerCases,
   AUTH,
@@ -25,20 +23,23 @@ import {
   SEED,
   type FuzzCase,
 } from '../fixtures/api-fuzz-cases.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { backends, engineOn } from '../support/services/engines.js';
 
 const STACK = /\n\s+at\s|node_modules|\/work\/|\.ts:\d+|\bat (async )?[A-Za-z_.]+ \(/;
 
 describe('HTTP API fuzz', () => {
-  let engine: Engine;
-  let server: ApiApp;
-  let port: number;
+  const api = serveEngine(() => engineOn(backends[0]!, { apps: echoConfirmApps() }), {
+    apiKeys: `fuzzer:${KEY}`,
+    processMetrics: false,
+  });
+  const port = () => Number(new URL(api.base).port);
   const agent = new Agent({ keepAlive: true, maxSockets: 4 });
 
   function send(c: FuzzCase): Promise<{ status: number; text: string }> {
     return new Promise((resolve, reject) => {
       const req = httpRequest(
-        { host: '127.0.0.1', port, method: c.method, path: c.path, headers: c.headers, agent },
+        { host: '127.0.0.1', port: port(), method: c.method, path: c.path, headers: c.headers, agent },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -55,7 +56,7 @@ describe('HTTP API fuzz', () => {
 
   function sendRaw(bytes: string): Promise<string> {
     return new Promise((resolve) => {
-      const socket = connect(port, '127.0.0.1');
+      const socket = connect(port(), '127.0.0.1');
       const chunks: Buffer[] = [];
       const timer = setTimeout(() => socket.destroy(), 5_000);
       socket.on('data', (chunk) => chunks.push(chunk));
@@ -70,63 +71,40 @@ describe('HTTP API fuzz', () => {
 
   async function fingerprint(): Promise<unknown> {
     const [counts] = await queryRows<Record<string, number>>(
-      engine.store.db,
+      api.engine.store.db,
       sql`select (select count(*)::int from sessions) as sessions, (select count(*)::int from events) as events,
                  (select count(*)::int from invocations) as invocations, (select count(*)::int from nodes) as nodes,
                  (select count(*)::int from tool_requests) as tool_requests, (select count(*)::int from app_states) as app_states,
                  (select count(*)::int from user_states) as user_states`,
     );
     const invocations = await queryRows(
-      engine.store.db,
+      api.engine.store.db,
       sql`select id, status, max_llm_calls, updated_at from invocations order by id`,
     );
     const requests = await queryRows(
-      engine.store.db,
+      api.engine.store.db,
       sql`select call_id, status, response, answered_by from tool_requests order by call_id`,
     );
     const sessions = await queryRows(
-      engine.store.db,
+      api.engine.store.db,
       sql`select id, state, last_seq from sessions order by id`,
     );
     return { counts, invocations, requests, sessions };
   }
 
-  beforeAll(async () => {
-    const publish = new FunctionTool({
-      name: 'publish',
-      description: 'publishes',
-      requireConfirmation: true,
-      execute: () => ({ ok: true }),
-    });
-    engine = await engineOn(backends[0]!, {
-      apps: [
-        { name: 'echo', agent: scripted('echoer', 'echoed') },
-        {
-          name: 'confirm',
-          agent: scripted('approver', (t) => (t.callIndex === 0 ? call('publish') : 'done'), {
-            tools: [publish],
-          }),
-        },
-      ],
-    });
-    server = await createApiServer({ engine, apiKeys: `fuzzer:${KEY}`, processMetrics: false });
-    const url = await server.listen({ port: 0, host: '127.0.0.1' });
-    port = Number(new URL(url).port);
-  });
-  afterAll(async () => {
+  afterAll(() => {
     agent.destroy();
-    await server?.close();
-    await engine?.close();
   });
 
   it(`refuses ${'≥'}500 malformed requests with a 4xx in the error shape, writes nothing, and stays healthy`, async () => {
     // Runs in every state the fuzz needs: one paused, one answered and completed.
-    const paused = (await engine.enqueue({ app: 'confirm', userId: 'f', input: 'go' })).invocationId;
-    const answered = (await engine.enqueue({ app: 'confirm', userId: 'f', input: 'go' })).invocationId;
-    const pausedView = await engine.wait(paused, { timeoutMs: 30_000 });
-    const answeredCall = (await engine.wait(answered, { timeoutMs: 30_000 })).pending[0]?.callId as string;
-    await engine.confirm(answeredCall, { confirmed: true, invocationId: answered });
-    await engine.wait(answered, { timeoutMs: 30_000 });
+    const paused = (await api.engine.enqueue({ app: 'confirm', userId: 'f', input: 'go' })).invocationId;
+    const answered = (await api.engine.enqueue({ app: 'confirm', userId: 'f', input: 'go' })).invocationId;
+    const pausedView = await api.engine.wait(paused, { timeoutMs: 30_000 });
+    const answeredCall = (await api.engine.wait(answered, { timeoutMs: 30_000 })).pending[0]
+      ?.callId as string;
+    await api.engine.confirm(answeredCall, { confirmed: true, invocationId: answered });
+    await api.engine.wait(answered, { timeoutMs: 30_000 });
     const ids = { paused, answered, call: pausedView.pending[0]?.callId as string, answeredCall };
 
     const r = prng(SEED);
@@ -176,7 +154,7 @@ describe('HTTP API fuzz', () => {
       body: JSON.stringify({ userId: 'after-fuzz', input: 'still there?' }),
     });
     expect(ok.status).toBe(202);
-    const done = await engine.wait((JSON.parse(ok.text) as { invocationId: string }).invocationId, {
+    const done = await api.engine.wait((JSON.parse(ok.text) as { invocationId: string }).invocationId, {
       timeoutMs: 30_000,
     });
     expect(done.output).toBe('echoed');

@@ -6,11 +6,11 @@
  * client gives in `X-Agentloom-Actor`; nodes carry their parent, lease and times.
  */
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
-import { callsToolOnce } from '../fixtures/agents.js';
+import { describe, expect, it } from 'vitest';
+import { createEngine } from '../../src/index.js';
+import { callsToolOnce, confirmedTool, longRunningTool } from '../fixtures/agents.js';
 import { apiClient } from '../support/client/http-client.js';
+import { serveApi, serveEngine } from '../support/services/api-servers.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 const OPS = 'inbox-ops-key-0123456789';
@@ -19,66 +19,41 @@ const MAILERS = 'inbox-mailers-key-0123456789';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
 type Json = any;
 
-let engine: Engine;
-let keyed: ApiApp;
-let open: ApiApp;
-let base: string;
-let openBase: string;
-
-beforeAll(async () => {
-  const send = new FunctionTool({
-    name: 'send_mail',
-    description: 'sends',
-    requireConfirmation: true,
-    execute: () => ({ sent: true }),
-  });
-  const ticket = new FunctionTool({
-    name: 'open_ticket',
-    description: 'opens a ticket',
-    isLongRunning: true,
-    execute: () => ({ status: 'pending' }),
-  });
-  engine = await createEngine({
-    apps: [
-      {
-        name: 'mail',
-        agent: callsToolOnce('mailer', send, { args: { to: 'mailer' }, answer: () => 'done by mailer' }),
-      },
-      {
-        name: 'desk',
-        agent: callsToolOnce('clerk', ticket, { args: { to: 'clerk' }, answer: () => 'done by clerk' }),
-      },
-    ],
-    database: await createTestDatabase(),
-    queue: 'local',
-    logger: pino({ level: 'silent' }),
-  });
-  keyed = await createApiServer({
-    engine,
-    processMetrics: false,
-    apiKeys: `ops:${OPS} mailers:${MAILERS}:mail`,
-  });
-  base = await keyed.listen({ port: 0, host: '127.0.0.1' });
-  open = await createApiServer({ engine, processMetrics: false });
-  openBase = await open.listen({ port: 0, host: '127.0.0.1' });
-});
-
-afterAll(async () => {
-  await keyed?.close();
-  await open?.close();
-  await engine?.close();
-});
+/** The engine behind a server with keys, and the same engine behind a server without keys. */
+const keyed = serveEngine(
+  async () => {
+    const send = confirmedTool('send_mail', 'sends');
+    const ticket = longRunningTool('open_ticket', 'opens a ticket', 'pending');
+    return createEngine({
+      apps: [
+        {
+          name: 'mail',
+          agent: callsToolOnce('mailer', send, { args: { to: 'mailer' }, answer: () => 'done by mailer' }),
+        },
+        {
+          name: 'desk',
+          agent: callsToolOnce('clerk', ticket, { args: { to: 'clerk' }, answer: () => 'done by clerk' }),
+        },
+      ],
+      database: await createTestDatabase(),
+      queue: 'local',
+      logger: pino({ level: 'silent' }),
+    });
+  },
+  { processMetrics: false, apiKeys: `ops:${OPS} mailers:${MAILERS}:mail` },
+);
+const open = serveApi(() => keyed.engine, { processMetrics: false });
 
 /** Clients of the keyed server as `ops`, as `mailers` and without a key, and of the server without keys. */
-const asOps = apiClient<Json>({ base: () => base, bearer: OPS });
-const asMailers = apiClient<Json>({ base: () => base, bearer: MAILERS });
-const anonymous = apiClient<Json>({ base: () => base });
-const onOpen = apiClient<Json>({ base: () => openBase });
+const asOps = apiClient<Json>({ base: () => keyed.base, bearer: OPS });
+const asMailers = apiClient<Json>({ base: () => keyed.base, bearer: MAILERS });
+const anonymous = apiClient<Json>({ base: () => keyed.base });
+const onOpen = apiClient<Json>({ base: () => open.base });
 
 /** Enqueues a run and waits for its pause. */
 async function pausedRun(app: string): Promise<{ id: string; callId: string }> {
-  const { invocationId } = await engine.enqueue({ app, userId: 'inbox-user', input: 'go' });
-  const view = await engine.wait(invocationId, { timeoutMs: 30_000 });
+  const { invocationId } = await keyed.engine.enqueue({ app, userId: 'inbox-user', input: 'go' });
+  const view = await keyed.engine.wait(invocationId, { timeoutMs: 30_000 });
   expect(view.status).toBe('paused');
   return { id: invocationId, callId: view.pending[0]?.callId as string };
 }

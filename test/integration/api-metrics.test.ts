@@ -4,20 +4,18 @@
  * route with its schemas; `/healthz` and `/readyz` answer, and `/readyz` says 503 in the error shape when the
  * database and queue are gone.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FunctionTool, type Engine } from '../../src/index.js';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
-import { call, scripted } from '../fixtures/agents.js';
+import { describe, expect, it } from 'vitest';
+import { createApiServer } from '../../src/api/index.js';
+import { scripted } from '../fixtures/agents.js';
+import { echoConfirmApps } from '../fixtures/apps/echo-confirm-apps.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { parseExposition, value, type Family } from '../support/assert/prometheus-text.js';
 import { apiClient } from '../support/client/http-client.js';
 
 describe('operations routes', () => {
-  let engine: Engine;
-  let server: ApiApp;
-  let base: string;
-
-  const http = apiClient({ base: () => base });
+  const api = serveEngine(() => engineOn(backends[1]!, { apps: echoConfirmApps() }));
+  const http = apiClient({ base: () => api.base });
   const get = (path: string) => http('GET', path);
   const post = (path: string, body: unknown) => http('POST', path, body);
   const scrape = async () => {
@@ -26,32 +24,6 @@ describe('operations routes', () => {
     expect(r.type).toMatch(/^text\/plain; version=0\.0\.4/);
     return parseExposition(r.text);
   };
-
-  beforeAll(async () => {
-    const publish = new FunctionTool({
-      name: 'publish',
-      description: 'publishes',
-      requireConfirmation: true,
-      execute: () => ({ ok: true }),
-    });
-    engine = await engineOn(backends[1]!, {
-      apps: [
-        { name: 'echo', agent: scripted('echoer', 'echoed') },
-        {
-          name: 'confirm',
-          agent: scripted('approver', (t) => (t.callIndex === 0 ? call('publish') : 'done'), {
-            tools: [publish],
-          }),
-        },
-      ],
-    });
-    server = await createApiServer({ engine });
-    base = await server.listen({ port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await engine?.close();
-  });
 
   it('exposes valid Prometheus text whose counters and gauges move when runs happen', async () => {
     const before = await scrape();
@@ -66,11 +38,11 @@ describe('operations routes', () => {
     for (let i = 0; i < 3; i++) {
       const r = await post('/v1/apps/echo/invocations', { userId: 'm', input: `run ${i}` });
       expect(r.status).toBe(202);
-      await engine.wait(r.body.invocationId as string, { timeoutMs: 30_000 });
+      await api.engine.wait(r.body.invocationId as string, { timeoutMs: 30_000 });
     }
     const paused = await post('/v1/apps/confirm/invocations', { userId: 'm', input: 'publish' });
     const id = paused.body.invocationId as string;
-    const view = await engine.wait(id, { timeoutMs: 30_000 });
+    const view = await api.engine.wait(id, { timeoutMs: 30_000 });
 
     const during = await scrape();
     expect(completed(during) - completed(before)).toBe(3);
@@ -91,7 +63,7 @@ describe('operations routes', () => {
       confirmed: true,
     });
     expect(answered.status).toBe(200);
-    await engine.wait(id, { timeoutMs: 30_000 });
+    await api.engine.wait(id, { timeoutMs: 30_000 });
     await post(`/v1/invocations/${id}/confirmations/${view.pending[0]?.callId}`, { confirmed: true });
     await post(`/v1/invocations/${id}/confirmations/${view.pending[0]?.callId}`, { confirmed: false });
     const after = await scrape();

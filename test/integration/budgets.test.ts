@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   estimateTokens,
   LlmAgent,
@@ -19,9 +19,9 @@ import {
   type Engine,
   type InvocationView,
 } from '../../src/index.js';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
 import { loadAppsFromYaml } from '../../src/config/apps/load-apps.js';
 import { StepMetrics } from '../../src/workers/step-metrics.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { backends, engineOn } from '../support/services/engines.js';
 
 /** Each call reports 150 tokens (100 in, 50 out). */
@@ -352,48 +352,42 @@ describe.each(backends)('budgets on $name', (backend) => {
   });
 
   describe('YAML and the API', () => {
-    let engine: Engine;
-    let server: ApiApp;
-    let base: string;
     const m = model();
-    beforeAll(async () => {
-      const dir = mkdtempSync(join(tmpdir(), 'budget-yaml-'));
-      const file = join(dir, 'app.yaml');
-      writeFileSync(
-        file,
-        [
-          'app: yamlloop',
-          'root: yaml_loop',
-          'budget: { tokens: 600 }',
-          'agents:',
-          '  - name: yaml_loop',
-          '    type: LoopAgent',
-          '    maxIterations: 20',
-          '    subAgents: [yaml_worker]',
-          '  - name: yaml_worker',
-          '    type: LlmAgent',
-          '    model: m',
-          '    generateContentConfig: { maxOutputTokens: 100 }',
-          '    budget: { modelCalls: 100 }',
-          '',
-        ].join('\n'),
-      );
-      const { apps } = await loadAppsFromYaml(file, { models: { m } });
-      expect(apps[0]?.budget).toEqual({ tokens: 600 });
-      expect(apps[0]?.agent.subAgents[0]?.budget).toEqual({ modelCalls: 100 });
-      engine = await engineOn(backend, { apps, models: { m } });
-      server = await createApiServer({ engine, processMetrics: false });
-      base = await server.listen({ port: 0, host: '127.0.0.1' });
-    });
-    afterAll(async () => {
-      await server?.close();
-      await engine?.close();
-    });
+    const api = serveEngine(
+      async () => {
+        const dir = mkdtempSync(join(tmpdir(), 'budget-yaml-'));
+        const file = join(dir, 'app.yaml');
+        writeFileSync(
+          file,
+          [
+            'app: yamlloop',
+            'root: yaml_loop',
+            'budget: { tokens: 600 }',
+            'agents:',
+            '  - name: yaml_loop',
+            '    type: LoopAgent',
+            '    maxIterations: 20',
+            '    subAgents: [yaml_worker]',
+            '  - name: yaml_worker',
+            '    type: LlmAgent',
+            '    model: m',
+            '    generateContentConfig: { maxOutputTokens: 100 }',
+            '    budget: { modelCalls: 100 }',
+            '',
+          ].join('\n'),
+        );
+        const { apps } = await loadAppsFromYaml(file, { models: { m } });
+        expect(apps[0]?.budget).toEqual({ tokens: 600 });
+        expect(apps[0]?.agent.subAgents[0]?.budget).toEqual({ modelCalls: 100 });
+        return engineOn(backend, { apps, models: { m } });
+      },
+      { processMetrics: false },
+    );
 
     async function post(
       body: Record<string, unknown>,
     ): Promise<{ status: number; body: Record<string, unknown> }> {
-      const r = await fetch(`${base}/v1/apps/yamlloop/invocations`, {
+      const r = await fetch(`${api.base}/v1/apps/yamlloop/invocations`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(body),
@@ -404,15 +398,15 @@ describe.each(backends)('budgets on $name', (backend) => {
     it("the app's YAML budget applies to every run; the API's overrides it field by field; bad ones get 400", async () => {
       const viaApp = await post({ userId: 'u', input: 'go' });
       expect(viaApp.status).toBe(202);
-      const first = await pausedOn(engine, viaApp.body.invocationId as string);
+      const first = await pausedOn(api.engine, viaApp.body.invocationId as string);
       expect(first.spent.tokens).toBe(600);
       expect(first.budget).toEqual({ tokens: 600 });
 
       const viaApi = await post({ userId: 'u', input: 'go', budget: { tokens: 300, costUsd: 1 } });
       expect(viaApi.status).toBe(202);
       const id = viaApi.body.invocationId as string;
-      await pausedOn(engine, id);
-      const got = await fetch(`${base}/v1/invocations/${id}`).then(
+      await pausedOn(api.engine, id);
+      const got = await fetch(`${api.base}/v1/invocations/${id}`).then(
         async (r) => (await r.json()) as Record<string, unknown>,
       );
       expect(got.budget).toEqual({ tokens: 300, costUsd: 1 });

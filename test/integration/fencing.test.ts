@@ -3,16 +3,16 @@
  * and another worker claimed the node — can no longer write: its appends, artifact saves, lease renewals and its
  * final commit are refused and change nothing.
  */
-import { and, eq, sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { EngineNodeRuntime } from '../../src/engine/step/runtime/node-runtime.js';
-import { createEngine, FunctionTool } from '../../src/index.js';
+import { createEngine } from '../../src/index.js';
 import { claimLeafTx, getNode, renewLease } from '../../src/store/repos/nodes.js';
 import { getInvocation } from '../../src/store/repos/invocations.js';
-import { schema } from '../../src/store/index.js';
 import { loadArtifact } from '../../src/store/repos/tool-requests.js';
-import { call, gate, scripted } from '../fixtures/agents.js';
+import { gate, noteTwins, scripted } from '../fixtures/agents.js';
+import { lapseLease } from '../fixtures/faults.js';
+import { recordingLogger } from '../support/assert/log-records.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { createTestDatabase } from '../support/services/services.js';
 
@@ -73,25 +73,12 @@ describe.each(backends)('fencing on $name', (backend) => {
   });
 });
 
-/** A pino logger that keeps its records, to see what a step did. */
-function recordingLogger(records: Record<string, unknown>[]) {
-  return pino({ level: 'debug' }, { write: (line: string) => records.push(JSON.parse(line)) });
-}
-
 // Two engines on one database, each with its own pool and queue: the zombie (A) and its successor (B) are two
 // processes as far as PostgreSQL can tell. PGlite is one process's database, so this setting does not exist there.
 describe('fencing across two engines on one PostgreSQL database', () => {
   it("refuses a zombie's commit and lease renewal while its successor runs, and the history has no duplicate", async () => {
     const url = await createTestDatabase();
-    const toolRuns = { a: 0, b: 0 };
-    const agentFor = (who: 'a' | 'b') =>
-      scripted('solo', (turn) => (turn.callIndex === 0 ? call('note') : 'done'), {
-        tools: [
-          new FunctionTool({ name: 'note', description: 'notes', execute: () => ({ n: ++toolRuns[who] }) }),
-        ],
-      });
-    const agentA = agentFor('a');
-    const agentB = agentFor('b');
+    const { toolRuns, agentA, agentB } = noteTwins();
     const aPaused = gate();
     const aResume = gate();
     const bPaused = gate();
@@ -134,16 +121,7 @@ describe('fencing across two engines on one PostgreSQL database', () => {
       // A holds a live lease: B cannot take the node over.
       expect(await engineB.reconcile({ staleMs: 0 })).toBe(0);
       // A's lease lapses (only attempt 1's: never B's), and B's reconciler takes over: attempt 2.
-      await db
-        .update(schema.nodes)
-        .set({ leaseExpiresAt: sql`now() - interval '1 second'` })
-        .where(
-          and(
-            eq(schema.nodes.invocationId, invocationId),
-            eq(schema.nodes.path, 'solo'),
-            eq(schema.nodes.attempt, 1),
-          ),
-        );
+      await lapseLease(db, invocationId, 'solo', 1);
       expect(await engineB.reconcile({ staleMs: 0 })).toBe(1);
       await bPaused.promise;
       const underB = await getNode(db, invocationId, 'solo');

@@ -13,28 +13,19 @@ import {
   SequentialAgent,
   type Engine,
   type Event,
-  type InvocationContext,
 } from '../../src/index.js';
 import { queryRows } from '../../src/store/db/database.js';
 import { EVENTS_CHANNEL, type EventNotice } from '../../src/store/repos/events.js';
+import { SaysPath } from '../fixtures/agents.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { waitFor } from '../support/assert/wait-for.js';
-
-class Say extends BaseAgent {
-  protected override async *runImpl(ctx: InvocationContext): AsyncGenerator<Event, void, undefined> {
-    yield createEvent({
-      author: this.name,
-      content: { role: 'model', parts: [{ text: `at ${ctx.nodePath}` }] },
-    });
-  }
-}
 
 const agent = new SequentialAgent({
   name: 'root',
   subAgents: [
-    new Say({ name: 'a' }),
-    new ParallelAgent({ name: 'fan', subAgents: [new Say({ name: 'b1' }), new Say({ name: 'b2' })] }),
-    new Say({ name: 'c' }),
+    new SaysPath('a'),
+    new ParallelAgent({ name: 'fan', subAgents: [new SaysPath('b1'), new SaysPath('b2')] }),
+    new SaysPath('c'),
   ],
 });
 

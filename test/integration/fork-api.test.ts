@@ -3,30 +3,20 @@
  * `forkedFrom`, and `agentloom fork ID --at PATH --state JSON --instruction AGENT=TEXT` against a real API server;
  * bad input answers 400 naming the field (the CLI prints it and exits 1).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ScriptedModel, type Engine } from '../../src/index.js';
-import { createApiServer, type ApiApp } from '../../src/api/index.js';
+import { describe, expect, it } from 'vitest';
+import { ScriptedModel } from '../../src/index.js';
 import { runCli, show } from '../support/processes/cli.js';
+import { serveEngine } from '../support/services/api-servers.js';
 import { backends, engineOn } from '../support/services/engines.js';
 import { forkApps, Ledger, respond } from '../fixtures/apps/fork-apps.js';
 
 const backend = backends[0]!;
 
 describe('fork over the API and the CLI', () => {
-  let engine: Engine;
-  let server: ApiApp;
-  let base: string;
   const model = new ScriptedModel({ respond });
   const ledger = new Ledger();
-
-  beforeAll(async () => {
-    engine = await engineOn(backend, { apps: forkApps(model, ledger) });
-    server = await createApiServer({ engine, processMetrics: false });
-    base = await server.listen({ port: 0, host: '127.0.0.1' });
-  });
-  afterAll(async () => {
-    await server?.close();
-    await engine?.close();
+  const api = serveEngine(() => engineOn(backend, { apps: forkApps(model, ledger) }), {
+    processMetrics: false,
   });
 
   async function post(
@@ -36,7 +26,7 @@ describe('fork over the API and the CLI', () => {
     status: number;
     body: Record<string, unknown> & { error?: unknown; forks?: unknown; invocationId?: unknown };
   }> {
-    const response = await fetch(`${base}${path}`, {
+    const response = await fetch(`${api.base}${path}`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
@@ -52,8 +42,8 @@ describe('fork over the API and the CLI', () => {
   }
 
   async function original(): Promise<string> {
-    const { invocationId } = await engine.enqueue({ app: 'writer', userId: 'u1', input: 'tea' });
-    expect((await engine.wait(invocationId, { timeoutMs: 30_000 })).status).toBe('completed');
+    const { invocationId } = await api.engine.enqueue({ app: 'writer', userId: 'u1', input: 'tea' });
+    expect((await api.engine.wait(invocationId, { timeoutMs: 30_000 })).status).toBe('completed');
     return invocationId;
   }
 
@@ -66,14 +56,14 @@ describe('fork over the API and the CLI', () => {
     });
     expect(created.status).toBe(201);
     const forkId = created.body.invocationId as string;
-    expect((await engine.wait(forkId, { timeoutMs: 30_000 })).status).toBe('completed');
+    expect((await api.engine.wait(forkId, { timeoutMs: 30_000 })).status).toBe('completed');
     expect(model.calls - calls).toBe(2);
-    const view = (await (await fetch(`${base}/v1/invocations/${forkId}`)).json()) as Record<
+    const view = (await (await fetch(`${api.base}/v1/invocations/${forkId}`)).json()) as Record<
       string,
       unknown
     > & { error?: unknown; forks?: unknown; invocationId?: unknown };
     expect(view).toMatchObject({ forkedFrom: id, fork: { at: 'writer/refine/drafter#1' } });
-    const forks = (await (await fetch(`${base}/v1/invocations/${id}/forks`)).json()) as Record<
+    const forks = (await (await fetch(`${api.base}/v1/invocations/${id}/forks`)).json()) as Record<
       string,
       unknown
     > & { error?: unknown; forks?: unknown; invocationId?: unknown };
@@ -95,20 +85,20 @@ describe('fork over the API and the CLI', () => {
       '--instruction',
       'drafter=Short, on {notes}.',
       '--url',
-      base,
+      api.base,
     ]);
     expect(result.code, show(result)).toBe(0);
     const forkId = result.stdout.trim();
-    const done = await engine.wait(forkId, { timeoutMs: 30_000 });
+    const done = await api.engine.wait(forkId, { timeoutMs: 30_000 });
     expect(done).toMatchObject({ status: 'completed', forkedFrom: id });
     expect(done.fork).toMatchObject({
       instruction: { drafter: 'Short, on {notes}.' },
       state: { approve: true },
     });
-    const wrong = await runCli(['fork', id, '--at', 'writer/nowhere', '--url', base]);
+    const wrong = await runCli(['fork', id, '--at', 'writer/nowhere', '--url', api.base]);
     expect(wrong.code, show(wrong)).toBe(1);
     expect(wrong.stderr).toContain('at: "writer/nowhere" names no node');
-    const usage = await runCli(['fork', id, '--at', 'writer', '--instruction', 'nothing', '--url', base]);
+    const usage = await runCli(['fork', id, '--at', 'writer', '--instruction', 'nothing', '--url', api.base]);
     expect(usage.code, show(usage)).toBe(2);
     expect(usage.stderr).toContain('--instruction takes AGENT=TEXT');
   });
@@ -116,15 +106,15 @@ describe('fork over the API and the CLI', () => {
   it('agentloom replay ID and replay --app A --last N: recorded answers only, forks and replays left out', async () => {
     const ids = [await original(), await original()];
     const [calls, tools] = [model.calls, ledger.total];
-    const one = await runCli(['replay', ids[0]!, '--url', base]);
+    const one = await runCli(['replay', ids[0]!, '--url', api.base]);
     expect(one.code, show(one)).toBe(0);
     expect(one.stdout).toContain(`${ids[0]}: same`);
-    const many = await runCli(['replay', '--app', 'writer', '--last', '2', '--url', base]);
+    const many = await runCli(['replay', '--app', 'writer', '--last', '2', '--url', api.base]);
     expect(many.code, show(many)).toBe(0);
     expect(many.stdout).toContain(`${ids[1]}: same`);
     expect(many.stdout).toContain('2 of 2 replayed the same');
     expect([model.calls, ledger.total]).toEqual([calls, tools]);
-    const usage = await runCli(['replay', '--url', base]);
+    const usage = await runCli(['replay', '--url', api.base]);
     expect(usage.code, show(usage)).toBe(2);
   });
 
@@ -135,8 +125,8 @@ describe('fork over the API and the CLI', () => {
       state: { approve: true },
     });
     const forkId = created.body.invocationId as string;
-    await engine.wait(forkId, { timeoutMs: 30_000 });
-    const response = await fetch(`${base}/v1/diff?a=${id}&b=${forkId}`);
+    await api.engine.wait(forkId, { timeoutMs: 30_000 });
+    const response = await fetch(`${api.base}/v1/diff?a=${id}&b=${forkId}`);
     expect(response.status).toBe(200);
     const diff = (await response.json()) as {
       firstDivergence: string | null;
@@ -150,12 +140,12 @@ describe('fork over the API and the CLI', () => {
     expect(row('writer/refine/drafter#2')).toMatchObject({ same: false, b: null });
     // researcher: two model calls of 10 tokens each, on both sides (the fork's are the copied ones).
     expect(row('writer/researcher')).toMatchObject({ a: { tokens: 20, modelCalls: 2 }, b: { tokens: 20 } });
-    const cli = await runCli(['diff', id, forkId, '--url', base]);
+    const cli = await runCli(['diff', id, forkId, '--url', api.base]);
     expect(cli.code, show(cli)).toBe(1);
     expect(cli.stdout).toMatch(/>>writer\/refine\/critic#1 /);
     expect(cli.stdout).toContain('first divergence: writer/refine/critic#1');
     expect(cli.stdout).toContain('2 model (20 tokens)');
-    const same = await runCli(['diff', id, id, '--url', base]);
+    const same = await runCli(['diff', id, id, '--url', api.base]);
     expect(same.code, show(same)).toBe(0);
     expect(same.stdout).toContain('no divergence');
   });

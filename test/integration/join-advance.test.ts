@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { getNode } from '../../src/store/repos/nodes.js';
 import { endAndAdvanceParent } from '../../src/store/step/workflow-end.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../fixtures/seed-run.js';
+import { seedRun, sequenceAdvance } from '../fixtures/seed-run.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 const JOINED = { children: { b1: 'completed', b2: 'completed' } };
@@ -46,21 +46,7 @@ describe("a node's end with its parent's advance in one statement", () => {
         update: { status: 'completed', checkpoint: JOINED, escalated: false, output: 'out b2' },
       },
       expectedParentCheckpoint: seen.parent,
-      advance: {
-        invocationId: id,
-        sessionId,
-        path: 'seq',
-        update: {
-          status: 'running',
-          checkpoint: { completedSubAgents: 1 },
-          escalated: false,
-          error: null,
-          output: null,
-        },
-        events: [],
-        children: [{ path: 'seq/after', agent: 'after', kind: 'custom', branch: null }],
-        claim: { paths: ['seq/after'], owner: 'w1', leaseMs: 30_000 },
-      },
+      advance: sequenceAdvance(id, sessionId, 'after'),
     });
 
   async function snapshot(id: string) {

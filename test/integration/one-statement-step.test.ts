@@ -8,7 +8,7 @@ import { getInvocation } from '../../src/store/repos/invocations.js';
 import { nodesAt, updateNodeTx } from '../../src/store/repos/nodes.js';
 import { completeAndAdvance } from '../../src/store/step/leaf-completion.js';
 import { Store } from '../../src/store/store.js';
-import { seedRun } from '../fixtures/seed-run.js';
+import { seedRun, sequenceAdvance } from '../fixtures/seed-run.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 describe('completing a leaf and advancing its parent in one statement', () => {
@@ -46,33 +46,19 @@ describe('completing a leaf and advancing its parent in one statement', () => {
         fields: { status: 'completed', escalated: false, output: 'A', error: null },
       },
       expectedCheckpoint: expected,
-      advance: {
-        invocationId: id,
-        sessionId,
-        path: 'seq',
-        update: {
-          status: 'running',
-          checkpoint: { completedSubAgents: 1 },
-          escalated: false,
-          error: null,
-          output: null,
+      advance: sequenceAdvance(id, sessionId, 'b', [
+        {
+          id: `evt_${id}`,
+          nodePath: 'seq',
+          author: 'seq',
+          branch: null,
+          content: null,
+          actions: { stateDelta: {}, artifactDelta: {}, agentState: { completedSubAgents: 1 } },
+          longRunningToolIds: null,
+          errorCode: null,
+          errorMessage: null,
         },
-        events: [
-          {
-            id: `evt_${id}`,
-            nodePath: 'seq',
-            author: 'seq',
-            branch: null,
-            content: null,
-            actions: { stateDelta: {}, artifactDelta: {}, agentState: { completedSubAgents: 1 } },
-            longRunningToolIds: null,
-            errorCode: null,
-            errorMessage: null,
-          },
-        ],
-        children: [{ path: 'seq/b', agent: 'b', kind: 'custom', branch: null }],
-        claim: { paths: ['seq/b'], owner: 'w1', leaseMs: 30_000 },
-      },
+      ]),
     });
 
   async function snapshot(id: string, sessionId: string) {

@@ -6,7 +6,6 @@ import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import {
   BaseAgent,
-  createEvent,
   exitLoop,
   FunctionTool,
   LoopAgent,
@@ -14,9 +13,8 @@ import {
   SequentialAgent,
   type Engine,
   type Event,
-  type InvocationContext,
 } from '../../src/index.js';
-import { scripted, seenText } from '../fixtures/agents.js';
+import { SaysPath, scripted, seenText } from '../fixtures/agents.js';
 import { backends, engineOn, type Backend } from '../support/services/engines.js';
 
 async function run(
@@ -176,14 +174,6 @@ describe.each(backends)('workflow agents on $name', (backend) => {
   });
 
   it('runs custom agents, fails a parallel when a branch fails while siblings finish', async () => {
-    class Echo extends BaseAgent {
-      protected override async *runImpl(ctx: InvocationContext) {
-        yield createEvent({
-          author: this.name,
-          content: { role: 'model', parts: [{ text: `echo from ${ctx.nodePath}` }] },
-        });
-      }
-    }
     class Boom extends BaseAgent {
       // eslint-disable-next-line require-yield
       protected override async *runImpl(): AsyncGenerator<Event> {
@@ -195,7 +185,7 @@ describe.each(backends)('workflow agents on $name', (backend) => {
       backend,
       new ParallelAgent({
         name: 'par',
-        subAgents: [new Echo({ name: 'echo' }), new Boom({ name: 'boom' }), sibling],
+        subAgents: [new SaysPath('echo', 'echo from'), new Boom({ name: 'boom' }), sibling],
       }),
     );
     expect(

@@ -9,21 +9,16 @@
  * freeze is the fault point `before-model-send` / `before-tool-send` holding the zombie's step while its clock
  * jumps past its lease (as a SIGSTOP does), with leases too long for any renewal timer to run meanwhile.
  */
-import { and, eq, sql } from 'drizzle-orm';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createEngine, FunctionTool, type Engine } from '../../src/index.js';
+import { createEngine, type Engine } from '../../src/index.js';
 import { getNode } from '../../src/store/repos/nodes.js';
-import { schema } from '../../src/store/index.js';
-import { call, gate, scripted } from '../fixtures/agents.js';
+import { gate, noteTwins } from '../fixtures/agents.js';
+import { lapseLease } from '../fixtures/faults.js';
+import { recordingLogger } from '../support/assert/log-records.js';
 import { createTestDatabase } from '../support/services/services.js';
 
 const LEASE_MS = 300_000;
-
-/** A pino logger that keeps its records, to see what a step did. */
-function recordingLogger(records: Record<string, unknown>[]) {
-  return pino({ level: 'debug' }, { write: (line: string) => records.push(JSON.parse(line)) });
-}
 
 afterEach(() => {
   vi.useRealTimers();
@@ -35,15 +30,7 @@ describe('a worker frozen between preparing a call and sending it', () => {
     { point: 'before-tool-send', what: 'tool call' },
   ])('sends no $what after another worker took the node over ($point)', async ({ point }) => {
     const url = await createTestDatabase();
-    const toolRuns = { a: 0, b: 0 };
-    const agentFor = (who: 'a' | 'b') =>
-      scripted('solo', (turn) => (turn.callIndex === 0 ? call('note') : 'done'), {
-        tools: [
-          new FunctionTool({ name: 'note', description: 'notes', execute: () => ({ n: ++toolRuns[who] }) }),
-        ],
-      });
-    const agentA = agentFor('a');
-    const agentB = agentFor('b');
+    const { toolRuns, agentA, agentB } = noteTwins();
     const frozen = gate();
     const wake = gate();
     const logsA: Record<string, unknown>[] = [];
@@ -73,16 +60,7 @@ describe('a worker frozen between preparing a call and sending it', () => {
       const modelCallsBeforeFreeze = agentA.model.calls;
       // The zombie's lease lapses in the database, and B's reconciler takes the node over and finishes the run.
       const db = engineB.store.db;
-      await db
-        .update(schema.nodes)
-        .set({ leaseExpiresAt: sql`now() - interval '1 second'` })
-        .where(
-          and(
-            eq(schema.nodes.invocationId, invocationId),
-            eq(schema.nodes.path, 'solo'),
-            eq(schema.nodes.attempt, 1),
-          ),
-        );
+      await lapseLease(db, invocationId, 'solo', 1);
       expect(await engineB.reconcile({ staleMs: 0 })).toBe(1);
       expect(await engineB.wait(invocationId, { timeoutMs: 30_000 })).toMatchObject({
         status: 'completed',

@@ -7,14 +7,10 @@
  */
 import { DBOS } from '@dbos-inc/dbos-sdk';
 import type { BenchContext } from '../context.js';
-import { repeat, sleep, type SuiteResult } from '../measure.js';
+import { sleep, type SuiteResult } from '../measure.js';
 import { PgCounters } from '../pg-counters.js';
 import { createDatabase } from '../services.js';
-
-const W1_STEPS = 20;
-const W2_STEPS = 5;
-const W3_BRANCHES = 50;
-const W3_SLEEP_MS = 200;
+import { measureWorkloads, W3_SLEEP_MS } from './workloads.js';
 
 async function emit(i: number): Promise<{ text: string }> {
   return { text: `done s${i}` };
@@ -59,54 +55,23 @@ export async function runDbos(ctx: BenchContext): Promise<SuiteResult> {
   });
   await DBOS.launch();
   const counters = await PgCounters.open(ctx.postgresUrl, 'dbos_sys');
-  const result: SuiteResult = {
-    suite: 'dbos',
-    label: 'DBOS Transact (workflow of runStep steps)',
-    kind: 'peer',
-    figures: {},
-    counts: {},
-    errors: [],
-  };
-  const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
-    let window = await counters.begin();
-    const w1Opts = { ...opts, runs: scale.w1Runs };
-    result.figures.w1 = await repeat(
-      { ...w1Opts, unit: 'ms/step', note: 'a workflow of 20 steps' },
-      async () => {
-        const started = performance.now();
-        await sequence(W1_STEPS);
-        return (performance.now() - started) / W1_STEPS;
+    return await measureWorkloads(
+      scale,
+      { suite: 'dbos', label: 'DBOS Transact (workflow of runStep steps)', kind: 'peer' },
+      {
+        sequence: (steps) => sequence(steps),
+        fanOut: (branches) => fanOut(branches),
+        notes: {
+          w1: 'a workflow of 20 steps',
+          w2: `${scale.w2Invocations} concurrent workflows of 5 steps`,
+          w3: '50 parallel steps of 200 ms, then a join step',
+        },
       },
-    );
-    (result.counts as Record<string, unknown>).w1 = await counters.end(
-      window,
-      (w1Opts.warmup + w1Opts.runs) * W1_STEPS,
-    );
-    window = await counters.begin();
-    result.figures.w2 = await repeat(
-      { ...opts, unit: 'steps/s', note: `${scale.w2Invocations} concurrent workflows of 5 steps` },
-      async () => {
-        const started = performance.now();
-        await Promise.all(Array.from({ length: scale.w2Invocations }, () => sequence(W2_STEPS)));
-        return (scale.w2Invocations * W2_STEPS) / ((performance.now() - started) / 1000);
-      },
-    );
-    (result.counts as Record<string, unknown>).w2 = await counters.end(
-      window,
-      (opts.warmup + opts.runs) * scale.w2Invocations * W2_STEPS,
-    );
-    result.figures.w3 = await repeat(
-      { ...opts, unit: 'ms', note: '50 parallel steps of 200 ms, then a join step' },
-      async () => {
-        const started = performance.now();
-        await fanOut(W3_BRANCHES);
-        return performance.now() - started;
-      },
+      counters,
     );
   } finally {
     await counters.close();
     await DBOS.shutdown();
   }
-  return result;
 }

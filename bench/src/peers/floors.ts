@@ -20,11 +20,8 @@ import type { BenchContext } from '../context.js';
 import { repeat, sleep, type SuiteResult } from '../measure.js';
 import { PgCounters } from '../pg-counters.js';
 import { createDatabase } from '../services.js';
+import { measureWorkloads, W2_STEPS, W3_SLEEP_MS } from './workloads.js';
 
-const W1_STEPS = 20;
-const W2_STEPS = 5;
-const W3_BRANCHES = 50;
-const W3_SLEEP_MS = 200;
 const SEQUENTIAL_COMMITS = 200;
 
 /** The physical floor: one durable commit. */
@@ -200,55 +197,30 @@ export async function runBullmqFloor(ctx: BenchContext, upsert: boolean): Promis
     counters = await PgCounters.open(ctx.postgresUrl, 'floor_upsert');
   }
   const chain = new Chain(ctx.redisUrl, pool);
-  const result: SuiteResult = {
-    suite: upsert ? 'floor-bullmq-upsert' : 'floor-bullmq',
-    label: upsert ? 'design floor: BullMQ + one Postgres upsert per step' : 'raw BullMQ chain (no database)',
-    kind: 'floor',
-    figures: {},
-    counts: upsert ? {} : undefined,
-    errors: [],
-  };
-  const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
-    let window = await counters?.begin();
-    const w1Opts = { ...opts, runs: scale.w1Runs };
-    result.figures.w1 = await repeat({ ...w1Opts, unit: 'ms/step', note: 'a chain of 20 jobs' }, async () => {
-      const started = performance.now();
-      await chain.chain(W1_STEPS);
-      return (performance.now() - started) / W1_STEPS;
-    });
-    if (counters && window && result.counts)
-      result.counts.w1 = await counters.end(window, (w1Opts.warmup + w1Opts.runs) * W1_STEPS);
-    window = await counters?.begin();
-    result.figures.w2 = await repeat(
+    return await measureWorkloads(
+      scale,
       {
-        ...opts,
-        unit: 'steps/s',
-        note: `${scale.w2Invocations} concurrent chains of 5 jobs, concurrency 64`,
+        suite: upsert ? 'floor-bullmq-upsert' : 'floor-bullmq',
+        label: upsert
+          ? 'design floor: BullMQ + one Postgres upsert per step'
+          : 'raw BullMQ chain (no database)',
+        kind: 'floor',
       },
-      async () => {
-        const started = performance.now();
-        await Promise.all(Array.from({ length: scale.w2Invocations }, () => chain.chain(W2_STEPS)));
-        return (scale.w2Invocations * W2_STEPS) / ((performance.now() - started) / 1000);
+      {
+        sequence: (steps) => chain.chain(steps),
+        fanOut: (branches) => chain.fan(branches),
+        notes: {
+          w1: 'a chain of 20 jobs',
+          w2: `${scale.w2Invocations} concurrent chains of 5 jobs, concurrency 64`,
+          w3: '50 jobs of 200 ms, then a join job',
+        },
       },
-    );
-    if (counters && window && result.counts)
-      result.counts.w2 = await counters.end(
-        window,
-        (opts.warmup + opts.runs) * scale.w2Invocations * W2_STEPS,
-      );
-    result.figures.w3 = await repeat(
-      { ...opts, unit: 'ms', note: '50 jobs of 200 ms, then a join job' },
-      async () => {
-        const started = performance.now();
-        await chain.fan(W3_BRANCHES);
-        return performance.now() - started;
-      },
+      counters,
     );
   } finally {
     await chain.close();
     await pool?.end();
     await counters?.close();
   }
-  return result;
 }

@@ -10,14 +10,10 @@ import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import type { BenchContext } from '../context.js';
-import { repeat, sleep, type SuiteResult } from '../measure.js';
+import { sleep, type SuiteResult } from '../measure.js';
 import { PgCounters } from '../pg-counters.js';
 import { createDatabase } from '../services.js';
-
-const W1_STEPS = 20;
-const W2_STEPS = 5;
-const W3_BRANCHES = 50;
-const W3_SLEEP_MS = 200;
+import { measureWorkloads, W1_STEPS, W2_STEPS, W3_BRANCHES, W3_SLEEP_MS } from './workloads.js';
 
 const State = Annotation.Root({
   log: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
@@ -83,57 +79,25 @@ export async function runLangGraph(ctx: BenchContext): Promise<SuiteResult> {
   const checkpointer = new PostgresSaver(pool);
   await checkpointer.setup();
   const counters = await PgCounters.open(ctx.postgresUrl, 'langgraph');
-  const seq20 = chain(W1_STEPS, checkpointer);
-  const seq5 = chain(W2_STEPS, checkpointer);
+  const chains = new Map([W1_STEPS, W2_STEPS].map((steps) => [steps, chain(steps, checkpointer)]));
   const fan = fanOut(W3_BRANCHES, checkpointer);
-  const result: SuiteResult = {
-    suite: 'langgraph',
-    label: 'LangGraph JS + PostgresSaver (durability: async)',
-    kind: 'peer',
-    figures: {},
-    counts: {},
-    errors: [],
-  };
-  const opts = { warmup: scale.warmup, runs: scale.runs };
   try {
-    let window = await counters.begin();
-    const w1Opts = { ...opts, runs: scale.w1Runs };
-    result.figures.w1 = await repeat(
-      { ...w1Opts, unit: 'ms/step', note: 'a chain of 20 nodes' },
-      async () => {
-        const started = performance.now();
-        await invoke(seq20);
-        return (performance.now() - started) / W1_STEPS;
+    return await measureWorkloads(
+      scale,
+      { suite: 'langgraph', label: 'LangGraph JS + PostgresSaver (durability: async)', kind: 'peer' },
+      {
+        sequence: (steps) => invoke(chains.get(steps) as Runnable),
+        fanOut: () => invoke(fan),
+        notes: {
+          w1: 'a chain of 20 nodes',
+          w2: `${scale.w2Invocations} concurrent invocations of a chain of 5`,
+          w3: '50 parallel nodes of 200 ms, then a join node',
+        },
       },
-    );
-    (result.counts as Record<string, unknown>).w1 = await counters.end(
-      window,
-      (w1Opts.warmup + w1Opts.runs) * W1_STEPS,
-    );
-    window = await counters.begin();
-    result.figures.w2 = await repeat(
-      { ...opts, unit: 'steps/s', note: `${scale.w2Invocations} concurrent invocations of a chain of 5` },
-      async () => {
-        const started = performance.now();
-        await Promise.all(Array.from({ length: scale.w2Invocations }, () => invoke(seq5)));
-        return (scale.w2Invocations * W2_STEPS) / ((performance.now() - started) / 1000);
-      },
-    );
-    (result.counts as Record<string, unknown>).w2 = await counters.end(
-      window,
-      (opts.warmup + opts.runs) * scale.w2Invocations * W2_STEPS,
-    );
-    result.figures.w3 = await repeat(
-      { ...opts, unit: 'ms', note: '50 parallel nodes of 200 ms, then a join node' },
-      async () => {
-        const started = performance.now();
-        await invoke(fan);
-        return performance.now() - started;
-      },
+      counters,
     );
   } finally {
     await counters.close();
     await pool.end();
   }
-  return result;
 }

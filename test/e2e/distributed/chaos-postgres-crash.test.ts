@@ -10,8 +10,7 @@
  * The fixture ledger lives on the shared test server, which stays up (the outside world of the tools).
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster } from '../../support/processes/cluster.js';
-import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+import { expectChaosGuarantees, runChaosOnWorkers } from './chaos-workload.js';
 import { ownPostgres } from './own-postgres.js';
 
 const db = await ownPostgres({ queue: 'postgres', durableCommits: true });
@@ -21,24 +20,25 @@ describe('distributed chaos: PostgreSQL restarted and crashed, PostgreSQL-only q
   it('completes 50 nested runs across a restart and a crash of the database that holds steps and queue', async () => {
     const synchronous = await engineDb.query<{ synchronous_commit: string }>('show synchronous_commit');
     expect(synchronous.rows[0]?.synchronous_commit).toBe('on');
-    const cluster = new Cluster(options);
-    const workers = await cluster.start(3); // the first one migrates the new server
-    for (const w of workers)
-      expect(w.logLines().find((l) => l.msg === 'worker started')?.queue).toBe('postgres');
-    const engine = await db.producer();
-    const result = await runChaos({
-      engine,
-      cluster,
-      engineDb,
-      ledgerDb,
-      tag: 'pgcrash',
-      disruptions: [
-        { name: 'PostgreSQL fast shutdown + start', atProgress: 0.3, run: db.restart },
-        { name: 'PostgreSQL immediate shutdown (crash) + start', atProgress: 0.65, run: db.crash },
-      ],
-      // ~6 s on an idle machine; a worker whose producer stayed broken never finished (the 180 s default).
-      timeoutMs: 60_000,
-    });
+    const { result, cluster, workers } = await runChaosOnWorkers(
+      options,
+      {
+        producer: db.producer,
+        engineDb,
+        ledgerDb,
+        tag: 'pgcrash',
+        disruptions: [
+          { name: 'PostgreSQL fast shutdown + start', atProgress: 0.3, run: db.restart },
+          { name: 'PostgreSQL immediate shutdown (crash) + start', atProgress: 0.65, run: db.crash },
+        ],
+        // ~6 s on an idle machine; a worker whose producer stayed broken never finished (the 180 s default).
+        timeoutMs: 60_000,
+      },
+      (workers) => {
+        for (const w of workers)
+          expect(w.logLines().find((l) => l.msg === 'worker started')?.queue).toBe('postgres');
+      },
+    );
     // No kills here: the per-step bound on model calls still holds, the per-kill one does not apply.
     expectChaosGuarantees(result, { modelCallsBoundedByKills: false });
     expect(cluster.workers).toHaveLength(3);

@@ -5,8 +5,7 @@
  * The fixture ledger lives on the shared test server, which stays up (the outside world of the tools).
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster } from '../../support/processes/cluster.js';
-import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+import { expectChaosGuarantees, runChaosOnWorkers } from './chaos-workload.js';
 import { ownPostgres } from './own-postgres.js';
 
 const db = await ownPostgres({ queue: 'redis' });
@@ -14,12 +13,8 @@ const { options, engineDb, ledgerDb } = db;
 
 describe('distributed chaos: PostgreSQL restarted', () => {
   it('completes 50 nested runs across a PostgreSQL restart with no worker exiting', async () => {
-    const cluster = new Cluster(options);
-    const workers = await cluster.start(3); // the first one migrates the new server
-    const engine = await db.producer();
-    const result = await runChaos({
-      engine,
-      cluster,
+    const { result, cluster, workers } = await runChaosOnWorkers(options, {
+      producer: db.producer,
       engineDb,
       ledgerDb,
       tag: 'pgrestart',

@@ -8,9 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Cluster, fileServices } from '../../support/processes/cluster.js';
+import { fileServices } from '../../support/processes/cluster.js';
 import { startLocalRedis, type LocalServer } from '../../support/services/local-services.js';
-import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+import { expectChaosGuarantees, runChaosOnWorkers } from './chaos-workload.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'agentloom-redis-'));
 let redis: LocalServer = await startLocalRedis(dir);
@@ -38,11 +38,8 @@ async function killAndRestartRedis(): Promise<void> {
 
 describe('distributed chaos: Redis flushed and killed', () => {
   it('completes 50 nested runs through a FLUSHALL and a Redis SIGKILL + restart, workers killed meanwhile', async () => {
-    const cluster = new Cluster(options);
-    await cluster.start(3);
-    const result = await runChaos({
+    const { result } = await runChaosOnWorkers(options, {
       engine,
-      cluster,
       engineDb: db,
       ledgerDb: db,
       tag: 'redis',

@@ -14,10 +14,12 @@ import {
   enqueueRuns,
   startKiller,
   statusCounts,
-  type Cluster,
+  Cluster,
+  type ClusterOptions,
   type Kill,
   type ModelAudit,
   type ToolAudit,
+  type WorkerProcess,
 } from '../../support/processes/cluster.js';
 import { waitFor } from '../../support/assert/wait-for.js';
 import { CHAOS_BRANCHES, CHAOS_ITERATIONS } from '../fixtures/distributed-apps.js';
@@ -77,6 +79,24 @@ async function progress(db: pg.Pool, ids: string[]): Promise<number | undefined>
     )
     .catch(() => undefined);
   return result ? (result.rows[0]?.n ?? 0) / (ids.length * NODES) : undefined;
+}
+
+/**
+ * The chaos tests' setting: three workers of a new cluster on `clusterOptions` (the first migrates a new server),
+ * `started` shown them, then the workload run by `engine` — or by the engine `producer` makes once they are up.
+ */
+export async function runChaosOnWorkers(
+  clusterOptions: ClusterOptions,
+  options: Omit<ChaosOptions, 'cluster' | 'engine'> &
+    ({ engine: Engine } | { producer: () => Promise<Engine> }),
+  started: (workers: WorkerProcess[]) => void = () => undefined,
+): Promise<{ result: ChaosResult; cluster: Cluster; workers: WorkerProcess[] }> {
+  const cluster = new Cluster(clusterOptions);
+  const workers = await cluster.start(3);
+  started(workers);
+  const engine = 'engine' in options ? options.engine : await options.producer();
+  const result = await runChaos({ ...options, engine, cluster });
+  return { result, cluster, workers };
 }
 
 /** Runs the workload until every invocation completed (failing fast if one fails), then audits it. */

@@ -5,18 +5,15 @@
  * exceed stored model events by at most the number of kills.
  */
 import { describe, expect, it } from 'vitest';
-import { Cluster, fileServices } from '../../support/processes/cluster.js';
-import { expectChaosGuarantees, runChaos } from './chaos-workload.js';
+import { fileServices } from '../../support/processes/cluster.js';
+import { expectChaosGuarantees, runChaosOnWorkers } from './chaos-workload.js';
 
 const { options, engine, db } = await fileServices();
 
 describe('distributed chaos: workers SIGKILLed', () => {
   it('completes 50 nested runs with exactly-once tool effects while workers are killed every ~2 s', async () => {
-    const cluster = new Cluster(options);
-    await cluster.start(3);
-    const result = await runChaos({
+    const { result } = await runChaosOnWorkers(options, {
       engine,
-      cluster,
       engineDb: db,
       ledgerDb: db,
       tag: 'kill',

@@ -73,3 +73,23 @@ export function sseResults(text: string): any[] {
     .filter((block) => block !== '' && !block.startsWith(':'))
     .map((block) => (JSON.parse(block.replace(/^data: /, '')) as { result: unknown }).result);
 }
+
+/**
+ * A v0.3 JSON-RPC request (`kind`-tagged shapes, as 0.3 clients send them) carrying one user text:
+ * `message/send` (blocking) or `message/stream`.
+ */
+export function v03Request(
+  method: 'message/send' | 'message/stream',
+  text: string,
+  { id = 1, messageId }: { id?: number; messageId: string },
+) {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method,
+    params: {
+      message: { kind: 'message', messageId, role: 'user', parts: [{ kind: 'text', text }] },
+      ...(method === 'message/send' ? { configuration: { blocking: true } } : {}),
+    },
+  };
+}

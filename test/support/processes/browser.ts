@@ -1,10 +1,13 @@
 /**
  * A real headless Chromium for the console's tests: Debian's `chromium` (or CHROMIUM_PATH), driven by
- * playwright-core, which downloads nothing. Every page records uncaught errors and console errors, so a test can
+ * playwright-core, which downloads nothing; `consoleBrowser` is the console tests' setting (console built, browser
+ * launched for the file). Every page records uncaught errors and console errors, so a test can
  * assert the console ran clean.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
+import { buildConsole } from '../../../console/build.js';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
 
@@ -26,6 +29,28 @@ export async function launchBrowser(): Promise<Browser> {
     headless: true,
     args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
   });
+}
+
+/**
+ * The console's browser tests' setting: the console built and a headless Chromium launched in `beforeAll` (building
+ * may take long on a cold machine, hence its own timeout), the browser closed in `afterAll`. Call at the top level of
+ * a file or describe; `browser` is set once its `beforeAll` ran.
+ */
+export function consoleBrowser(): { readonly browser: Browser } {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    await buildConsole();
+    browser = await launchBrowser();
+  }, 120_000);
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return {
+    get browser() {
+      if (!browser) throw new Error('the browser is launched in beforeAll: read it inside a hook or a test');
+      return browser;
+    },
+  };
 }
 
 /** What went wrong in a page: uncaught exceptions, and console errors other than refused requests. */

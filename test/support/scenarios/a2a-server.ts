@@ -10,14 +10,8 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll } from 'vitest';
 import { createApiServer, type ApiApp } from '../../../src/api/index.js';
-import {
-  createEngine,
-  FunctionTool,
-  SequentialAgent,
-  type Engine,
-  type ScriptedTurn,
-} from '../../../src/index.js';
-import { call, gate, GatedLeaf, scripted } from '../../fixtures/agents.js';
+import { createEngine, SequentialAgent, type Engine, type ScriptedTurn } from '../../../src/index.js';
+import { gate, GatedLeaf, mailSender, scripted } from '../../fixtures/agents.js';
 import { createTestDatabase } from '../services/services.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers, read only by the assertions
@@ -66,20 +60,7 @@ export function a2aServerSetting() {
   const gates = s.gates;
 
   beforeAll(async () => {
-    const send = new FunctionTool({
-      name: 'send_mail',
-      description: 'sends a mail',
-      requireConfirmation: true,
-      execute: () => {
-        sends++;
-        return { sent: true };
-      },
-    });
-    const mail = scripted(
-      'sender',
-      (turn: ScriptedTurn) => (turn.callIndex === 0 ? call('send_mail', { to: 'bob' }) : 'mail handled'),
-      { tools: [send], description: 'sends mails after a confirmation' },
-    );
+    const mail = mailSender(() => sends++, { description: 'sends mails after a confirmation' });
     const echo = scripted('echoer', (turn: ScriptedTurn) => `echo #${turn.contents.length}`, {
       description: 'echoes',
     });

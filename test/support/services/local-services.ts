@@ -96,6 +96,10 @@ function stopper(child: ChildProcess, signal: NodeJS.Signals, graceMs = 10_000):
 
 /** A PostgreSQL started by {@link startLocalPostgres}. */
 export interface LocalPostgres extends LocalServer {
+  port: number;
+  dataDir: string;
+  /** The settings it was started with (`-c name=value`). */
+  settings: Record<string, string>;
   /**
    * Crashes the server: an immediate shutdown (SIGQUIT), whose processes exit without writing what is still in
    * PostgreSQL's WAL buffers; the next start runs crash recovery. What was committed synchronously survives (it
@@ -110,10 +114,18 @@ export interface LocalPostgres extends LocalServer {
  * again with its data on the same port (a database restart as its clients see it). Commits are asynchronous
  * (speed) unless `durableCommits`: then `synchronous_commit` is PostgreSQL's default (on), as in production, for
  * tests that crash the server (fsync stays off: a server crash, unlike a machine's, keeps what the kernel has).
+ * `settings` are added last (the bench's durable server sets fsync and its own sizes); `readyTimeoutMs` bounds the
+ * start (30 s) and `stopGraceMs` a stop before SIGKILL (10 s).
  */
 export async function startLocalPostgres(
   dir: string,
-  options: { port?: number; durableCommits?: boolean } = {},
+  options: {
+    port?: number;
+    durableCommits?: boolean;
+    settings?: Record<string, string>;
+    readyTimeoutMs?: number;
+    stopGraceMs?: number;
+  } = {},
 ): Promise<LocalPostgres> {
   const bin = findPostgresBinDir();
   mkdirSync(dir, { recursive: true });
@@ -125,7 +137,7 @@ export async function startLocalPostgres(
     if (result.status !== 0) throw new Error(`initdb failed: ${result.stderr || result.stdout}`);
   }
   const port = options.port ?? (await freePort());
-  const settings = {
+  const settings: Record<string, string> = {
     listen_addresses: '127.0.0.1',
     port: String(port),
     unix_socket_directories: dir,
@@ -134,6 +146,7 @@ export async function startLocalPostgres(
     synchronous_commit: options.durableCommits ? 'on' : 'off',
     full_page_writes: 'off',
     shared_buffers: '128MB',
+    ...options.settings,
   };
   const args = ['-D', dataDir, ...Object.entries(settings).flatMap(([k, v]) => ['-c', `${k}=${v}`])];
   const child = spawn(join(bin, 'postgres'), args, {
@@ -147,20 +160,32 @@ export async function startLocalPostgres(
   });
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   try {
-    await waitUntil(async () => {
-      if (child.exitCode !== null) throw new Error(`postgres exited: ${stderr}`);
-      const client = new pg.Client({ connectionString: url });
-      client.on('error', () => undefined);
-      await client.connect();
-      await client.end();
-      return true;
-    }, 'postgres');
+    await waitUntil(
+      async () => {
+        if (child.exitCode !== null) throw new Error(`postgres exited: ${stderr}`);
+        const client = new pg.Client({ connectionString: url });
+        client.on('error', () => undefined);
+        await client.connect();
+        await client.end();
+        return true;
+      },
+      'postgres',
+      options.readyTimeoutMs,
+    );
   } catch (err) {
     child.kill('SIGKILL');
     throw new Error(`could not start postgres: ${String(err)}\n${stderr}`);
   }
   // SIGINT = "fast shutdown": disconnect clients, then exit cleanly. SIGQUIT = "immediate shutdown": a crash.
-  return { url, pid: child.pid ?? 0, stop: stopper(child, 'SIGINT'), crash: stopper(child, 'SIGQUIT') };
+  return {
+    url,
+    port,
+    dataDir,
+    settings,
+    pid: child.pid ?? 0,
+    stop: stopper(child, 'SIGINT', options.stopGraceMs),
+    crash: stopper(child, 'SIGQUIT', options.stopGraceMs),
+  };
 }
 
 /**

@@ -1,10 +1,9 @@
 /**
  * A small A2A agent built on `@a2a-js/sdk`'s own server (DefaultRequestHandler, an AgentExecutor, the JSON-RPC
- * transport handler over node:http, since express — the SDK's optional peer — is not installed): what a remote
+ * transport handler over node:http, served by `a2a-sdk-http.ts`): what a remote
  * agent of another vendor looks like to RemoteA2aAgent. It counts the messages it received and the cancels, and
  * answers by `behave(text)`: a reply, a failure, a reply held until the test opens its gate, or a question.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { AgentCard, formatSSEEvent, Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -17,6 +16,7 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from '@a2a-js/sdk/server';
+import { serveSdkHttp } from './a2a-sdk-http.js';
 
 /** How the agent answers a message. */
 export type Behaviour =
@@ -155,12 +155,6 @@ class ScriptedExecutor implements AgentExecutor {
   };
 }
 
-async function bodyOf(request: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
-
 /** Starts the agent on a free port of 127.0.0.1. `streaming` is what its card says (default true). */
 export async function startSdkAgent(
   behave: (text: string) => Behaviour,
@@ -177,14 +171,9 @@ export async function startSdkAgent(
   // Built once the port is known (the card names the URL); the server answers nothing before.
   const built: { card?: AgentCard; transport?: JsonRpcTransportHandler } = {};
   const executor = new ScriptedExecutor(seen, behave);
-  const server: Server = createServer((request, response) => {
-    void (async () => {
-      if (request.method === 'GET' && request.url === '/.well-known/agent-card.json') {
-        response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify(AgentCard.toJSON(built.card as AgentCard)));
-        return;
-      }
-      const body = (await bodyOf(request)) as Record<string, unknown>;
+  const served = await serveSdkHttp({
+    card: () => AgentCard.toJSON(built.card as AgentCard),
+    handle: (body, request) => {
       const header = request.headers['a2a-version'];
       const context = defaultServerCallContextBuilder({
         headers: request.headers,
@@ -192,28 +181,12 @@ export async function startSdkAgent(
         user: new UnauthenticatedUser(),
         ...(typeof header === 'string' ? { requestedVersion: header } : {}),
       });
-      const result = await (built.transport as JsonRpcTransportHandler).handle(body, context);
-      if (typeof (result as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function') {
-        response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        // As the SDK's express adapter does: the stream is drained to its end even when the client has gone, since
-        // the SDK's handler stores the task's progress only while its stream is read.
-        for await (const event of result as AsyncIterable<unknown>) {
-          if (!response.destroyed)
-            response.write(formatSSEEvent(event as Parameters<typeof formatSSEEvent>[0]));
-        }
-        response.end();
-        return;
-      }
-      response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify(result));
-    })().catch((err: unknown) => {
-      if (!response.headersSent) response.writeHead(500);
-      response.end(String(err));
-    });
+      return (built.transport as JsonRpcTransportHandler).handle(body, context);
+    },
+    sseEvent: (event) => formatSSEEvent(event as Parameters<typeof formatSSEEvent>[0]),
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as { port: number };
-  seen.url = `http://127.0.0.1:${address.port}`;
+  seen.url = served.url;
+  seen.close = served.close;
   const card: AgentCard = {
     name: options.name ?? 'sdk_agent',
     description: 'an agent on the A2A SDK server',
@@ -237,10 +210,5 @@ export async function startSdkAgent(
   built.transport = new JsonRpcTransportHandler(
     new DefaultRequestHandler(card, new InMemoryTaskStore(), executor),
   );
-  seen.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
   return seen;
 }

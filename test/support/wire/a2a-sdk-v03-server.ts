@@ -1,11 +1,10 @@
 /**
  * A small A2A v0.3 agent built on `@a2a-js/sdk` 0.3.x's own server (installed as `a2a-sdk-v03`: DefaultRequestHandler,
- * an AgentExecutor, the JSON-RPC transport handler over node:http as the SDK's express adapter does it): what most
+ * an AgentExecutor, the JSON-RPC transport handler over node:http, served by `a2a-sdk-http.ts`): what most
  * deployed A2A agents (kagent's, ADK's `to_a2a`) still are to RemoteA2aAgent. It answers every message with `reply`,
  * held until `hold` resolves, and counts the messages it received, the resubscribes and the cancels. `holdFinalSave`
  * stands for a slow task store (a database's): the task's end is stored only once it resolves.
  */
-import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AgentCard, Message, Task, TaskStatusUpdateEvent } from 'a2a-sdk-v03';
 import {
   DefaultRequestHandler,
@@ -15,6 +14,7 @@ import {
   type ExecutionEventBus,
   type RequestContext,
 } from 'a2a-sdk-v03/server';
+import { serveSdkHttp } from './a2a-sdk-http.js';
 
 /** The running server and what it saw. */
 export interface SdkV03Agent {
@@ -106,12 +106,6 @@ class HeldExecutor implements AgentExecutor {
   };
 }
 
-async function bodyOf(request: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
-}
-
 const FINAL = new Set(['completed', 'failed', 'canceled', 'rejected']);
 
 /** An in-memory task store whose save of an ended task waits for `hold`. */
@@ -144,35 +138,17 @@ export async function startSdkV03Agent(options: {
     close: async () => undefined,
   };
   const built: { card?: AgentCard; transport?: JsonRpcTransportHandler } = {};
-  const server: Server = createServer((request, response) => {
-    void (async () => {
-      if (request.method === 'GET' && request.url === '/.well-known/agent-card.json') {
-        response.setHeader('content-type', 'application/json');
-        response.end(JSON.stringify(built.card));
-        return;
-      }
-      const body = (await bodyOf(request)) as { method?: string; params?: { id?: string } };
-      if (body.method === 'tasks/resubscribe') seen.resubscribed.push(String(body.params?.id));
-      const result = await (built.transport as JsonRpcTransportHandler).handle(body);
-      if (typeof (result as AsyncIterable<unknown>)?.[Symbol.asyncIterator] === 'function') {
-        response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-        // As the SDK's express adapter does: the stream is drained to its end even when the client has gone (the
-        // SDK's handler stores the task's progress only while its stream is read).
-        for await (const event of result as AsyncIterable<unknown>) {
-          if (!response.destroyed) response.write(`data: ${JSON.stringify(event)}\n\n`);
-        }
-        response.end();
-        return;
-      }
-      response.setHeader('content-type', 'application/json');
-      response.end(JSON.stringify(result));
-    })().catch((err: unknown) => {
-      if (!response.headersSent) response.writeHead(500);
-      response.end(String(err));
-    });
+  const served = await serveSdkHttp({
+    card: () => built.card,
+    handle: (body) => {
+      const params = body.params as { id?: string } | undefined;
+      if (body.method === 'tasks/resubscribe') seen.resubscribed.push(String(params?.id));
+      return (built.transport as JsonRpcTransportHandler).handle(body);
+    },
+    sseEvent: (event) => `data: ${JSON.stringify(event)}\n\n`,
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  seen.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  seen.url = served.url;
+  seen.close = served.close;
   const card: AgentCard = {
     name: 'sdk_v03_agent',
     description: 'an agent on the A2A SDK 0.3 server',
@@ -189,10 +165,5 @@ export async function startSdkV03Agent(options: {
   built.transport = new JsonRpcTransportHandler(
     new DefaultRequestHandler(card, store, new HeldExecutor(seen, options.reply, options.hold)),
   );
-  seen.close = () =>
-    new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
   return seen;
 }
