@@ -5,8 +5,9 @@
  * import points down a room, and each driver is imported by its adapter folder only. Type-only imports count
  * (tsPreCompilationDeps).
  *
- * Floors, top to bottom: cli/ → api/, workers/ → engine/ → agents/ → tools/ → models/ → store/, queue/ →
- * config/ → core/. tools/ and models/ share a floor in the architecture; tools/ imports models/ (a tool's
+ * Floors, top to bottom: cli/ → api/, workers/ → engine/ → agents/ → plugins/ → tools/ → models/ → store/,
+ * queue/ → config/ → core/. plugins/ (ADK's BasePlugin, the callback pipeline) sits under agents/: the agent loop
+ * runs its pipeline, and a plugin sees tools, models and events, never an agent's internals. tools/ and models/ share a floor in the architecture; tools/ imports models/ (a tool's
  * declaration is a model type), never the other way. store/ and queue/ do not import each other, and only
  * engine/ and above import them: agents and tools never touch a driver, they see an InvocationContext.
  *
@@ -30,6 +31,7 @@ const UNITS = {
   queue: '^src/queue/',
   models: '^src/models/',
   tools: '^src/tools/',
+  plugins: '^src/plugins/',
   agents: '^src/agents/',
   'config-apps': CONFIG_APPS,
   engine: '^src/engine/',
@@ -40,7 +42,17 @@ const UNITS = {
   package: '^src/index\\.ts$',
 };
 
-const BELOW_ENGINE = ['core', 'config', 'store', 'queue', 'models', 'tools', 'agents', 'config-apps'];
+const BELOW_ENGINE = [
+  'core',
+  'config',
+  'store',
+  'queue',
+  'models',
+  'tools',
+  'plugins',
+  'agents',
+  'config-apps',
+];
 
 /** Units each unit may import, besides itself. */
 const MAY_IMPORT = {
@@ -50,8 +62,9 @@ const MAY_IMPORT = {
   queue: ['core', 'config'],
   models: ['core', 'config'],
   tools: ['core', 'config', 'models'],
-  agents: ['core', 'config', 'models', 'tools'],
-  'config-apps': ['core', 'config', 'models', 'tools', 'agents'],
+  plugins: ['core', 'config', 'models', 'tools'],
+  agents: ['core', 'config', 'models', 'tools', 'plugins'],
+  'config-apps': ['core', 'config', 'models', 'tools', 'plugins', 'agents'],
   engine: BELOW_ENGINE,
   api: [...BELOW_ENGINE, 'engine'],
   workers: [...BELOW_ENGINE, 'engine'],

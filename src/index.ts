@@ -4,6 +4,7 @@ export * from './agents/index.js';
 export * from './tools/index.js';
 export * from './models/index.js';
 export * from './engine/index.js';
+export * from './plugins/index.js';
 export { Store } from './store/store.js';
 export type { ModelRateLimit, RateLimit } from './queue/model-rate-limiter.js';
 export { migrate, openDatabase } from './store/index.js';

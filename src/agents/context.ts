@@ -9,6 +9,7 @@ import type { Model, ModelRequest, ModelResponse, ModelUsage } from '../models/m
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../tools/tool.js';
 import type { Toolset } from '../tools/toolset.js';
 import type { AuthCredential, ToolAuth } from '../tools/auth.js';
+import type { PluginManager } from '../plugins/plugin-manager.js';
 
 export type { ChildOutcome };
 
@@ -72,6 +73,8 @@ export interface NodeRuntime {
   readonly nodePath: string;
   readonly branch: string | undefined;
   readonly signal: AbortSignal;
+  /** The engine's plugins: asked before the agent's own callbacks (plugins/pipeline.ts). Absent: none. */
+  readonly plugins?: PluginManager;
   /** Events already stored by earlier attempts of this node (its journal), oldest first. */
   readonly journal: readonly Event[];
   /**

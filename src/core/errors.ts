@@ -25,6 +25,8 @@ export type ErrorCode =
   /** A remote A2A agent failed, rejected or refused the task, or could not be reached. */
   | 'REMOTE_AGENT'
   | 'REPLAY_DIVERGED'
+  /** A plugin's callback threw (details name the plugin and the callback); the step runs again. */
+  | 'PLUGIN_ERROR'
   | 'INTERNAL';
 
 /** Options of {@link AgentloomError}. */

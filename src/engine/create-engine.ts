@@ -31,6 +31,8 @@ import { redirectUriOf } from './auth/oauth2.js';
 import { oauthFlow } from '../tools/auth.js';
 import { CredentialVault, missingSecretKey } from './auth/credential-vault.js';
 import { parseSecretKey, SecretBox } from '../core/secret-box.js';
+import { PluginManager } from '../plugins/plugin-manager.js';
+import { LoggingPlugin } from '../plugins/logging-plugin.js';
 
 const QUEUE_HINT =
   "queue must be 'local', { redis: 'redis://…' }, { postgres: 'postgres://…' } or a StepQueue instance";
@@ -182,8 +184,14 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       ? await loadAppsModule(options.apps, { tools: options.tools, models: options.models })
       : undefined;
   const apps = registerApps(loaded?.apps ?? (options.apps as Exclude<EngineOptions['apps'], string>) ?? []);
+  // Checked before anything is opened: a plugin named twice or a misspelt callback stops the engine here.
+  const own: unknown = options.plugins ?? [];
+  const pluginList = Array.isArray(own) ? [...(own as unknown[]), ...(loaded?.plugins ?? [])] : own;
+  const plugins = new PluginManager(pluginList as unknown[]);
   const logger =
     options.logger ?? pino({ level: env.LOG_LEVEL ?? 'warn', redact: LOG_REDACTION, mixin: traceLogFields });
+  // A LoggingPlugin without a logger of its own logs through the engine's.
+  for (const plugin of plugins.plugins) if (plugin instanceof LoggingPlugin) plugin.useEngineLogger(logger);
   const secretKey = options.secretKey ?? env.AGENTLOOM_SECRET_KEY;
   const vault = secretKey
     ? new CredentialVault(
@@ -251,6 +259,7 @@ export async function createEngine(options: EngineOptions): Promise<Engine> {
       vault,
       auths,
       modelEnv,
+      plugins: plugins.plugins.length > 0 ? plugins : undefined,
       tracing: RunTracing.sdkRegistered()
         ? new RunTracing(
             options.traceContent ?? env.OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT === true,

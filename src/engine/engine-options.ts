@@ -17,6 +17,8 @@ import type { RunTracing } from './observe/run-trace.js';
 import type { CredentialVault } from './auth/credential-vault.js';
 import type { DeclaredAuth } from './apps/registry.js';
 import type { AppDefinition, RegisteredApp } from './apps/registry.js';
+import type { BasePlugin } from '../plugins/base-plugin.js';
+import type { PluginManager } from '../plugins/plugin-manager.js';
 
 /** Where the queue lives: in this process, BullMQ on Redis, or BullMQ on PostgreSQL (CONTRACT.md `queue`). */
 export type QueueOption =
@@ -108,6 +110,12 @@ export interface EngineOptions {
    * registered before the engine was created.
    */
   traceContent?: boolean;
+  /**
+   * ADK plugins (README "Plugins"): BasePlugin instances applied to every agent, model call, tool call, event and run
+   * of every app, in this order, before the agents' own callbacks; an apps module's `plugins` export follows them.
+   * A plugin named twice, or with a method ending in `Callback` that is no BasePlugin callback, is refused here.
+   */
+  plugins?: readonly BasePlugin[];
 }
 
 /** The parts an engine runs on, resolved from {@link EngineOptions} by `createEngine`. */
@@ -127,6 +135,8 @@ export interface EngineParts {
   auths: DeclaredAuth[];
   /** The tracing of runs, when an OpenTelemetry SDK was registered before the engine was made. */
   tracing: RunTracing | undefined;
+  /** The plugins of `plugins` and the apps module's, checked (undefined: none). */
+  plugins: PluginManager | undefined;
   /** The shared model rate limits (`rateLimits`), and how to close their connection. */
   rateLimiter?: { limiter: ModelRateLimiter; close: () => Promise<void> };
 }

@@ -28,7 +28,8 @@ import {
   requireInvocation,
   type SessionView,
 } from './runs/read-views.js';
-import { toolsetsOf, type RegisteredApp } from './apps/registry.js';
+import { assertSameDefinition, toolsetsOf, type RegisteredApp } from './apps/registry.js';
+import { RunHooks } from './observe/run-hooks.js';
 import { budgetStopOf } from './runs/budget-answers.js';
 import { parseStopMessage, PartialFeed, stopMessage, type StopReason } from './bus-messages.js';
 import { answerTx, definitionsOf, type FunctionResponseInput } from './runs/resume.js';
@@ -82,6 +83,8 @@ export class Engine {
   private readonly settles: SettleWatch;
   private readonly leaseMs: number;
   private readonly tracing: RunTracing | undefined;
+  /** After-commit work: a run's end (its trace, afterRunCallback), stored events (onEventCallback). */
+  private readonly runHooks: RunHooks;
 
   constructor(
     parts: EngineParts,
@@ -102,6 +105,16 @@ export class Engine {
     this.leaseMs = options.leaseMs ?? 15_000;
     this.retention = options.retention === undefined ? undefined : resolveRetention(options.retention);
     this.tracing = parts.tracing;
+    const { plugins, logger, tracing } = parts;
+    const apps = () => [...this.apps.keys()];
+    this.runHooks = new RunHooks({
+      db: parts.store.db,
+      logger,
+      tracing,
+      plugins,
+      apps,
+      fault: options.faults,
+    });
     this.settles = new SettleWatch(this.store);
     this.partials = new PartialFeed(this.bus);
     this.closeRateLimiter = parts.rateLimiter?.close;
@@ -115,6 +128,7 @@ export class Engine {
             .catch((err: unknown) => this.logger.debug({ err }, 'partial event not published'));
         },
         onInvocationEnded: (invocationId) => this.stopSteps(invocationId, 'ended'),
+        runHooks: this.runHooks,
       }),
     );
   }
@@ -208,6 +222,8 @@ export class Engine {
   async reconcile(options: { staleMs?: number } = {}): Promise<number> {
     const staleMs = options.staleMs ?? this.options.reconcileStaleMs ?? this.leaseMs;
     const { jobs } = await reconcileNodes(this.store.db, { staleMs });
+    // Run ends whose process died between its commit and handling them (their trace, afterRunCallback).
+    await this.runHooks.sweep();
     if (jobs.length === 0) return 0;
     this.logger.info({ nodes: jobs.length }, 'reconciler re-woke nodes');
     await this.queue.enqueue(jobs);
@@ -259,6 +275,7 @@ export class Engine {
         rootAtEnqueue: this.queue.kind !== 'local',
         ...(this.queue.inStatement ? { jobsInStatement: this.queue.inStatement } : {}),
         settles: this.settles,
+        plugins: this.runHooks.plugins,
       },
       input,
     );
@@ -332,15 +349,16 @@ export class Engine {
           by: input.by,
           vault: this.vault,
           credential,
-          tracing: this.tracing,
+          hooks: this.runHooks,
         });
         // Refuse (rolling the answer back) when this engine would resume the invocation on a changed tree.
-        this.assertSameDefinition(await getInvocation(tx, answered.invocationId));
+        assertSameDefinition(this.apps, await getInvocation(tx, answered.invocationId));
         if (answered.stopped) stopped.push(answered.invocationId);
         // An answer may resume other runs too (one consent, every call waiting for that credential).
         return definitionsOf(tx, answered.jobs);
       });
-      // A budget pause answered "stop" cancelled its run: its other running steps stop now.
+      // A budget pause answered "stop" cancelled its run: its end is handled and its other running steps stop now.
+      await this.runHooks.afterCommit();
       for (const id of stopped.splice(0)) {
         this.stopSteps(id, 'cancelled');
         await stopping?.afterCommit();
@@ -374,24 +392,6 @@ export class Engine {
     return { invocationId };
   }
 
-  private assertSameDefinition(inv: InvocationRow | undefined): void {
-    if (!inv) return;
-    const app = this.apps.get(inv.app);
-    if (!app || app.definitionHash !== inv.definitionHash) {
-      throw new AgentloomError(
-        'DEFINITION_MISMATCH',
-        `invocation ${inv.id} was started with another definition of app "${inv.app}"; answer it from an engine that serves that definition (changing the agent tree under a running invocation would resume it against checkpoints of a different workflow)`,
-        {
-          details: {
-            invocationId: inv.id,
-            expected: inv.definitionHash,
-            actual: app?.definitionHash ?? null,
-          },
-        },
-      );
-    }
-  }
-
   /** Confirms or rejects a tool call awaiting confirmation. */
   async confirm(
     callId: string,
@@ -413,7 +413,8 @@ export class Engine {
     // Paused nodes first (no step would stop their remote tasks); crash after → our run is not cancelled yet.
     await stops.beforeCommit();
     await this.options.faults?.('before-cancel-commit', { invocationId, path: '', attempt: 0 });
-    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId, this.tracing));
+    const cancelled = await this.store.transaction((tx) => cancelTx(tx, invocationId, this.runHooks));
+    await this.runHooks.afterCommit();
     if (cancelled) {
       this.stopSteps(invocationId, 'cancelled');
       await stops.afterCommit();
@@ -433,7 +434,7 @@ export class Engine {
   /** Runs a failed or cancelled invocation again from its checkpoints. */
   async retry(invocationId: string, options: RetryOptions = {}): Promise<InvocationView> {
     const inv = await requireInvocation(this.store.db, invocationId);
-    this.assertSameDefinition(inv);
+    assertSameDefinition(this.apps, inv);
     const jobs = await this.store.transaction((tx) => retryTx(tx, invocationId, options));
     await this.wake(jobs, inv.definitionHash);
     return this.get(invocationId);

@@ -11,6 +11,7 @@ import type { EngineOptions, EngineParts } from './engine-options.js';
 import { traceModel, traceTool } from './observe/call-trace.js';
 import { notify, observeModel, observeTool, type SpendEnd, type StepRun } from './observe/observer.js';
 import type { SchedulerDeps } from './step/env/step-env.js';
+import type { RunHooks } from './observe/run-hooks.js';
 
 /** What only the engine knows: this worker's identity and lease, and where partial events and ends go. */
 export interface EngineHooks {
@@ -18,6 +19,8 @@ export interface EngineHooks {
   leaseMs: number;
   publishPartial: (event: Event) => void;
   onInvocationEnded: (invocationId: string) => void;
+  /** The after-commit hooks and the plugins the steps run. */
+  runHooks: RunHooks;
 }
 
 /** The scheduler's dependencies (see {@link SchedulerDeps}). */
@@ -74,6 +77,7 @@ export function schedulerDeps(
       ? { onSpend: (spend: SpendEnd) => notify(observer.onSpend?.bind(observer), spend, logger) }
       : {}),
     onInvocationEnded: hooks.onInvocationEnded,
+    runHooks: hooks.runHooks,
     ...(wrapsModels ? { observeModel: cachedPerInstance(wrapModel) } : {}),
     ...(wrapsTools ? { observeTool: cachedPerInstance(wrapTool) } : {}),
     ...(observer?.onStep

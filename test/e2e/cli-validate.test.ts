@@ -207,6 +207,17 @@ describe('agentloom validate', () => {
       expect(lines).toEqual([expect.stringMatching(message), `1 problem in ${module}`]);
       expect(lines[0]!.startsWith(`${module}: `)).toBe(true);
     }
+    // A `plugins` export checked as the engine registers it: a misspelt callback is named.
+    const badPlugins = join(dir, 'bad-plugins.mjs');
+    writeFileSync(
+      badPlugins,
+      "export const apps = [];\nexport const plugins = [{ name: 'guard', beforeModelCalback() {} }];\n",
+    );
+    const refused = validateWith({}, badPlugins);
+    expect(refused.status, refused.stdout + refused.stderr).toBe(1);
+    expect(refused.stdout).toContain(
+      `${badPlugins}: plugin "guard" has a method "beforeModelCalback", which is not a plugin callback`,
+    );
     expect(validate('examples/no-such-app.ts').status).toBe(2);
   });
 

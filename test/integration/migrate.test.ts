@@ -67,6 +67,7 @@ describe.each(targets)('migrate on %s', (_name, target) => {
         '0008_invocations_fork',
         '0009_budgets_agent_spends',
         '0010_rate_limits',
+        '0011_plugin_run_hooks',
       ]);
       const first = await snapshot(database);
       const tables = await queryRows<{ table_name: string }>(

@@ -1,20 +1,15 @@
 /**
  * Callbacks of LlmAgent (SEMANTICS §3). Returning a value short-circuits the step it wraps. Every option takes one
  * callback or a list of them: the list runs in order and the first callback that returns a value wins (ADK's
- * chain); the rest are not called.
+ * chain); the rest are not called. They run after the engine's plugins, through plugins/pipeline.ts.
  */
 import type { Content } from '../../core/content.js';
 import { AgentloomError } from '../../core/errors.js';
 import type { ModelRequest, ModelResponse } from '../../models/model.js';
-import type { StateAccessor, Tool, ToolContext } from '../../tools/tool.js';
+import type { Tool, ToolContext } from '../../tools/tool.js';
+import type { CallbackContext } from '../../plugins/base-plugin.js';
 
-/** What an agent or model callback receives. State writes land in the next stored event's `stateDelta`. */
-export interface CallbackContext {
-  readonly agentName: string;
-  readonly invocationId: string;
-  readonly state: StateAccessor;
-  endInvocation(): void;
-}
+export type { CallbackContext };
 
 type Maybe<T> = T | undefined | void | Promise<T | undefined | void>;
 
@@ -113,16 +108,4 @@ export function callbackChains(agentName: string, options: LlmAgentCallbacks): C
     CALLBACK_OPTIONS.map((option) => [option, Object.freeze(chainOf(agentName, option, options[option]))]),
   );
   return Object.freeze(chains) as unknown as CallbackChains;
-}
-
-/** Runs a chain in order; resolves with the first value a callback returns (not undefined or null). */
-export async function runChain<A extends unknown[], R>(
-  chain: readonly ((...args: A) => Maybe<R>)[],
-  ...args: A
-): Promise<R | undefined> {
-  for (const callback of chain) {
-    const value = await callback(...args);
-    if (value !== undefined && value !== null) return value as R;
-  }
-  return undefined;
 }

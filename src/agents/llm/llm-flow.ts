@@ -15,7 +15,8 @@ import type { Tool } from '../../tools/tool.js';
 import { FunctionTool } from '../../tools/function-tool.js';
 import { isToolset } from '../../tools/toolset.js';
 import { invocationContextOf } from '../base-agent.js';
-import { runChain, type CallbackContext } from './callbacks.js';
+import type { CallbackContext } from './callbacks.js';
+import * as pipeline from '../../plugins/pipeline.js';
 import {
   BudgetPaused,
   NodeSuspended,
@@ -39,6 +40,8 @@ interface Flow {
   rt: NodeRuntime;
   journal: Journal;
   tools: Map<string, Tool>;
+  /** The callback stages around this activation: the engine's plugins, then the agent's own callbacks. */
+  stages: pipeline.Stages;
 }
 
 function transferTool(agent: LlmFlowAgent): Tool | undefined {
@@ -199,7 +202,13 @@ async function generate(flow: Flow, built: ModelRequest, cbx: CallbackContext): 
     // A database fault inside a model client (or a simulated crash) escapes as it is: wrapped in MODEL_ERROR
     // it would fail the node, and onModelErrorCallback is for the model's failures, not the machinery's.
     if (isControlFlow(err) || rt.signal.aborted) throw err;
-    const recovered = await runChain(agent.callbacks.onModelErrorCallback, cbx, request, err);
+    const recovered = await pipeline.onModelError(
+      flow.stages,
+      agent.callbacks.onModelErrorCallback,
+      cbx,
+      request,
+      err,
+    );
     if (recovered) return { response: recovered, ...lowered };
     throw err instanceof AgentloomError
       ? err
@@ -264,14 +273,17 @@ async function callModel(flow: Flow, callIndex: number): Promise<Event> {
   const request = await buildRequest(flow, callIndex);
   const delta: Record<string, unknown> = {};
   const cbx = callbackContext(flow, delta);
-  const answered = await runChain(agent.callbacks.beforeModelCallback, cbx, request);
+  // A short-circuit answer (a plugin's or the agent's) is stored below as the model's would be: a re-run finds it in
+  // the journal and asks nobody again.
+  const answered = await pipeline.beforeModel(flow.stages, agent.callbacks.beforeModelCallback, cbx, request);
   const sent = answered ? undefined : await generate(flow, request, cbx);
   const generated = sent?.response;
   // Crash here → the call's spend was not counted and its event not stored: the next attempt calls again (and checks
   // the budgets again against what is committed then).
   if (generated) await rt.fault('after-model-call');
   let response = (answered ?? generated) as ModelResponse;
-  response = (await runChain(agent.callbacks.afterModelCallback, cbx, response)) ?? response;
+  response =
+    (await pipeline.afterModel(flow.stages, agent.callbacks.afterModelCallback, cbx, response)) ?? response;
   const content = withCallIds(response);
   const outputError = recordOutput(agent, content, delta);
   const longRunning = longRunningIds(flow, content);
@@ -321,9 +333,10 @@ async function runRound(flow: Flow, calls: FunctionCall[]): Promise<CallResult[]
 async function beforeAgent(flow: Flow): Promise<LeafOutcome | undefined> {
   const { agent, rt } = flow;
   const chain = agent.callbacks.beforeAgentCallback;
-  if (chain.length === 0 || rt.journal.some((e) => e.author === agent.name)) return undefined;
+  if (!pipeline.hasAgentStage(flow.stages, chain, 'beforeAgentCallback')) return undefined;
+  if (rt.journal.some((e) => e.author === agent.name)) return undefined;
   const delta: Record<string, unknown> = {};
-  const answer = await runChain(chain, callbackContext(flow, delta));
+  const answer = await pipeline.beforeAgent(flow.stages, chain, callbackContext(flow, delta));
   if (!answer) {
     if (Object.keys(delta).length > 0)
       await rt.emit({ author: agent.name, actions: { stateDelta: delta, artifactDelta: {} } });
@@ -344,6 +357,7 @@ export async function runLlmFlow(agent: LlmFlowAgent, rt: NodeRuntime): Promise<
     rt,
     journal: new Journal(rt.journal, agent.name, rt.withdrawnCalls),
     tools: new Map(),
+    stages: { plugins: rt.plugins, agent },
   };
   try {
     flow.tools = await toolsOf(agent, rt);
@@ -429,12 +443,13 @@ async function finish(
   outcome: Extract<LeafOutcome, { status: 'completed' }>,
 ): Promise<LeafOutcome> {
   const { agent, rt } = flow;
-  if (agent.callbacks.afterAgentCallback.length === 0) return outcome;
+  const chain = agent.callbacks.afterAgentCallback;
+  if (!pipeline.hasAgentStage(flow.stages, chain, 'afterAgentCallback')) return outcome;
   // Replay: an after-agent answer already stored stands; the callbacks are not asked again.
   const stored = rt.journal.find((e) => e.author === agent.name && e.actions.agentState?.afterAgent === true);
   if (stored) return { ...outcome, output: textOf(stored.content) ?? outcome.output };
   const delta: Record<string, unknown> = {};
-  const content = await runChain(agent.callbacks.afterAgentCallback, callbackContext(flow, delta));
+  const content = await pipeline.afterAgent(flow.stages, chain, callbackContext(flow, delta));
   if (content || Object.keys(delta).length > 0) {
     await rt.emit({
       author: agent.name,

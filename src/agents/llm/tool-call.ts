@@ -8,7 +8,7 @@ import { AgentloomError, AuthError, isInfrastructureError } from '../../core/err
 import type { EventActions, ToolConfirmation } from '../../core/event.js';
 import { newId } from '../../core/ids.js';
 import { toResponseObject, type Tool } from '../../tools/tool.js';
-import { runChain } from './callbacks.js';
+import * as pipeline from '../../plugins/pipeline.js';
 import type { PauseRequest } from '../context.js';
 import type { ToolAuth } from '../../tools/auth.js';
 import { REQUEST_CONFIRMATION, REQUEST_CREDENTIAL, type Journal } from './journal.js';
@@ -243,6 +243,7 @@ async function beforeTool(
   call: FunctionCall,
   tool: Tool,
   ctx: MutableToolContext,
+  args: Record<string, unknown>,
 ): Promise<CallResult | undefined> {
   const id = call.id as string;
   if (
@@ -252,8 +253,12 @@ async function beforeTool(
     scope.journal.credentialRequest(id)
   )
     return undefined;
-  const args = call.args ?? {};
-  const answer = await runChain(scope.agent.callbacks.beforeToolCallback, tool, args, ctx);
+  // A plugin's or the agent's answer is stored as the tool's response: a re-run finds it and asks nobody again.
+  const answer = await pipeline.beforeTool(stagesOf(scope), scope.agent.callbacks.beforeToolCallback, {
+    tool,
+    args,
+    ctx,
+  });
   if (answer) return emitResponse(scope, call, answer, actionsOf(ctx));
   if (await tool.requiresConfirmation(args, ctx))
     return requestConfirmation(scope, call, {}, stateWrites(ctx));
@@ -299,7 +304,7 @@ async function runTool(
   if (!tool) return unknownTool(scope, call);
   const args = call.args ?? {};
   const ctx = makeToolContext(scope, call, toolConfirmation);
-  const decided = await beforeTool(scope, call, tool, ctx);
+  const decided = await beforeTool(scope, call, tool, ctx, args);
   if (decided) return decided;
   // The auth gate: after confirmation (a rejected call never costs a consent), before the call runs.
   if (tool.auth) {
@@ -324,15 +329,31 @@ async function runTool(
       const asked = await credentialRefused(scope, call, tool.auth);
       if (asked) return asked;
     }
-    const recovered = await runChain(agent.callbacks.onToolErrorCallback, tool, args, ctx, err);
+    const recovered = await pipeline.onToolError(
+      stagesOf(scope),
+      agent.callbacks.onToolErrorCallback,
+      { tool, args, ctx },
+      err,
+    );
     response = recovered ?? { error: err instanceof Error ? err.message : String(err) };
   }
   if (ctx.confirmationRequest && !toolConfirmation)
     return requestConfirmation(scope, call, ctx.confirmationRequest, beforeWrites);
-  response = (await runChain(agent.callbacks.afterToolCallback, tool, args, ctx, response)) ?? response;
+  response =
+    (await pipeline.afterTool(
+      stagesOf(scope),
+      agent.callbacks.afterToolCallback,
+      { tool, args, ctx },
+      response,
+    )) ?? response;
   const result = await emitResponse(scope, call, response, actionsOf(ctx), tool.isLongRunning);
   if (tool.isLongRunning) return { kind: 'pending', request: pendingLongRunning(call, scope.journal) };
   return result;
+}
+
+/** The callback stages of a call: the engine's plugins, then the agent's own callbacks. */
+function stagesOf(scope: CallScope): pipeline.Stages {
+  return { plugins: scope.rt.plugins, agent: scope.agent };
 }
 
 /**
@@ -344,8 +365,14 @@ export function isControlFlow(err: unknown): boolean {
   if (isInfrastructureError(err)) return true;
   // REPLAY_DIVERGED (engine.replay): a replayed call that does not match the recording ends the node, never
   // becomes a tool response the model would go on with.
+  // PLUGIN_ERROR: a plugin threw; the step runs again (like a fault of the machinery), never a tool's {error}.
   if (err instanceof AgentloomError)
-    return err.code === 'FENCED' || err.code === 'CANCELLED' || err.code === 'REPLAY_DIVERGED';
+    return (
+      err.code === 'FENCED' ||
+      err.code === 'CANCELLED' ||
+      err.code === 'REPLAY_DIVERGED' ||
+      err.code === 'PLUGIN_ERROR'
+    );
   if (typeof err !== 'object' || err === null) return false;
   return (err as { suspend?: boolean }).suspend === true;
 }

@@ -1,7 +1,8 @@
 /**
  * Loading apps from a path (`--apps PATH`, `AGENTLOOM_APPS`, `createEngine({ apps: 'path' })`): a JS or TS
- * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name) and `rateLimits`
- * (the engine's `rateLimits`, so `agentloom worker` processes share them), or declarative
+ * module exporting `apps` (AppDefinition[]) and optionally `tools` and `models` (records by name), `rateLimits`
+ * (the engine's `rateLimits`, so `agentloom worker` processes share them) and `plugins` (BasePlugin instances that
+ * apply to every agent of its apps, after the engine's own `plugins`), or declarative
  * apps — a `.yaml` / `.yml` file or a folder of them (agentloom YAML or kagent Agent manifests, see
  * config/apps/load-apps.ts).
  */
@@ -22,6 +23,8 @@ export interface AppsModule {
   models: Record<string, Model>;
   /** The module's `rateLimits` export, checked (see createEngine's `rateLimits`). */
   rateLimits?: Record<string, ModelRateLimit>;
+  /** The module's `plugins` export (checked when the engine registers them: names, callback names). */
+  plugins?: readonly unknown[];
 }
 
 const TS = /\.(c|m)?tsx?$/;
@@ -86,7 +89,7 @@ export async function loadAppsModule(path: string, registries?: Registries): Pro
   }
   // A CommonJS or transpiled module may carry its exports on `default`.
   const exports = isRecord(mod.default) && !('apps' in mod) ? mod.default : mod;
-  const { apps, tools = {}, models = {}, rateLimits } = exports;
+  const { apps, tools = {}, models = {}, rateLimits, plugins } = exports;
   if (!Array.isArray(apps)) {
     throw new AgentloomError(
       'CONFIG',
@@ -106,7 +109,15 @@ export async function loadAppsModule(path: string, registries?: Registries): Pro
       );
     }
   }
+  if (plugins !== undefined && !Array.isArray(plugins)) {
+    throw new AgentloomError(
+      'CONFIG',
+      `apps module ${file}: \`plugins\` must be an array of plugins (e.g. export const plugins = [new LoggingPlugin()])`,
+      { details: { field: 'plugins', path: file } },
+    );
+  }
   return {
+    ...(plugins === undefined ? {} : { plugins: plugins as unknown[] }),
     apps: apps as AppDefinition[],
     tools: tools as Record<string, Tool>,
     models: models as Record<string, Model>,

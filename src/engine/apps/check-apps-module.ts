@@ -1,6 +1,7 @@
 /**
  * Checking a JS or TS apps module without running anything (`agentloom validate app.ts`): it is loaded by the loader
- * `dev` / `worker --apps PATH` use ({@link loadAppsModule}: its `apps`, `tools`, `models` and `rateLimits` exports),
+ * `dev` / `worker --apps PATH` use ({@link loadAppsModule}: its `apps`, `tools`, `models`, `rateLimits` and
+ * `plugins` exports, the plugins checked as the engine registers them),
  * its apps registered as an engine registers them (names, agent trees, budgets, definition hashes, the auth its tools
  * declare), and the tool and model names its agents use checked against what that engine would have: the module's
  * `tools` and `models` (plus a `--registry` module's), the built-in tools and provider model ids. A name an engine
@@ -12,6 +13,7 @@ import { LlmAgent } from '../../agents/llm/llm-agent.js';
 import { BUILT_IN_TOOLS, isProviderModelId, type Registries } from '../../config/apps/shared/registries.js';
 import { closest } from '../../config/apps/shared/yaml-source.js';
 import { AgentloomError } from '../../core/errors.js';
+import { PluginManager } from '../../plugins/plugin-manager.js';
 import { loadAppsModule, type AppsModule } from './apps-module.js';
 import {
   checkDeclaredAuths,
@@ -81,6 +83,13 @@ export async function checkAppsModule(path: string, registries: Registries = {})
     models: { ...loaded.models, ...registries.models },
   };
   for (const app of apps) problems.push(...nameProblems(app, names));
+  // The `plugins` export as the engine registers it: a name twice, a method that looks like a misspelt callback.
+  try {
+    new PluginManager(loaded.plugins ?? []);
+  } catch (err) {
+    if (!(err instanceof AgentloomError)) throw err;
+    problems.push(err.message);
+  }
   if (loaded.apps.length === 0) problems.push('`apps` is empty: export at least one { name, agent }');
   return { apps, problems };
 }

@@ -166,3 +166,28 @@ export function toolsetsOf(apps: Iterable<RegisteredApp>): Toolset[] {
   }
   return [...found];
 }
+
+/**
+ * Refuses (DEFINITION_MISMATCH) to act on `inv` from an engine whose apps define it otherwise: answering or retrying
+ * it would resume it against checkpoints of a different workflow.
+ */
+export function assertSameDefinition(
+  apps: ReadonlyMap<string, RegisteredApp>,
+  inv: { id: string; app: string; definitionHash: string } | undefined,
+): void {
+  if (!inv) return;
+  const app = apps.get(inv.app);
+  if (!app || app.definitionHash !== inv.definitionHash) {
+    throw new AgentloomError(
+      'DEFINITION_MISMATCH',
+      `invocation ${inv.id} was started with another definition of app "${inv.app}"; answer it from an engine that serves that definition (changing the agent tree under a running invocation would resume it against checkpoints of a different workflow)`,
+      {
+        details: {
+          invocationId: inv.id,
+          expected: inv.definitionHash,
+          actual: app?.definitionHash ?? null,
+        },
+      },
+    );
+  }
+}

@@ -17,7 +17,7 @@ import {
   pendingToolRequests,
   type ToolRequestRow,
 } from '../../store/repos/tool-requests.js';
-import type { RunTracing } from '../observe/run-trace.js';
+import type { RunHooks } from '../observe/run-hooks.js';
 import { cancelTx, type OutsideStops } from './control.js';
 import { lockUnendedInvocationTx, unpauseAncestorsTx } from './unpause.js';
 
@@ -52,14 +52,14 @@ export async function answerBudgetTx(
   request: ToolRequestRow,
   response: Record<string, unknown>,
   by: string | undefined,
-  tracing?: RunTracing,
+  hooks?: RunHooks,
 ): Promise<BudgetAnswer> {
   checkBudgetAnswer(request.callId, response);
   const invocationId = request.invocationId;
   const invocation = await lockUnendedInvocationTx(tx, invocationId);
   await answerToolRequestTx(tx, invocationId, request.callId, response, by);
   if (response.action === 'stop') {
-    await cancelTx(tx, invocationId, tracing);
+    await cancelTx(tx, invocationId, hooks);
     return { invocationId, jobs: [], stopped: true };
   }
   const scope = String((request.request.args as Record<string, unknown> | undefined)?.scope ?? 'run');

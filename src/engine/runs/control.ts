@@ -18,13 +18,14 @@ import type { InvocationRow } from '../../store/repos/invocations.js';
 import type { BaseAgent } from '../../agents/base-agent.js';
 import { RETRIED_MARK } from '../../agents/context.js';
 import type { RegisteredApp } from '../apps/registry.js';
-import type { RunTracing } from '../observe/run-trace.js';
+import type { RunHooks } from '../observe/run-hooks.js';
 
 /**
- * Marks the invocation and every unfinished node cancelled (and emits the run's node spans when traced). Returns
- * false when it had already ended.
+ * Marks the invocation and every unfinished node cancelled; `hooks` handles the run's end (its trace, afterRunCallback)
+ * once the caller has committed ({@link RunHooks.afterCommit}), never from inside this transaction, which may still
+ * roll back. Returns false when it had already ended.
  */
-export async function cancelTx(tx: Db, invocationId: string, tracing?: RunTracing): Promise<boolean> {
+export async function cancelTx(tx: Db, invocationId: string, hooks?: RunHooks): Promise<boolean> {
   const inv = await getInvocation(tx, invocationId, true);
   if (!inv)
     throw new AgentloomError('NOT_FOUND', `invocation ${invocationId} does not exist`, {
@@ -39,13 +40,11 @@ export async function cancelTx(tx: Db, invocationId: string, tracing?: RunTracin
         leaseOwner: null,
         leaseExpiresAt: null,
       });
-      // As written: the run's node spans are made from these rows.
-      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, invocationId);
   await setInvocationStatusTx(tx, invocationId, 'cancelled');
-  await tracing?.runEnded(tx, inv, { status: 'cancelled' }, nodes);
+  hooks?.noteEnded(invocationId);
   return true;
 }
 

@@ -22,6 +22,7 @@ import { agentToContinue, type StartAt } from './start-agent.js';
 import { nodeKind, type JobHint } from '../step/env/step-env.js';
 import { rootStartAtEnqueue } from '../step/root-start.js';
 import type { SettleWatch } from './follow/settle-watch.js';
+import type { PluginManager } from '../../plugins/plugin-manager.js';
 import type { JobsInStatement, StepJob } from '../../queue/step-queue.js';
 
 /** What an enqueue needs of its engine. */
@@ -46,6 +47,8 @@ export interface EnqueueContext {
   jobsInStatement?: JobsInStatement;
   /** Told of each invocation enqueued (listening first), so that `wait` knows it unsettled without a read. */
   settles?: SettleWatch;
+  /** The plugins: their onUserMessageCallback may replace the message before it is stored. */
+  plugins?: PluginManager;
 }
 
 /** What an enqueue answers. */
@@ -129,6 +132,28 @@ export async function enqueueInvocation(ctx: EnqueueContext, input: EnqueueInput
   return enqueued;
 }
 
+/**
+ * The message to store: the plugins' onUserMessageCallback answer, if one gives one (ADK's replacement), else the
+ * user's. Asked in the enqueueing process before anything is stored (the run has no id yet: `invocationId` is '').
+ */
+async function userMessageOf(
+  ctx: EnqueueContext,
+  app: RegisteredApp,
+  input: EnqueueInput,
+  userMessage: Content,
+): Promise<Content> {
+  if (!ctx.plugins?.has('onUserMessageCallback')) return userMessage;
+  const invocationContext = {
+    invocationId: '',
+    appName: app.name,
+    userId: input.userId,
+    sessionId: input.sessionId ?? '',
+    rootAgent: app.root.name,
+  };
+  const replaced = await ctx.plugins.run('onUserMessageCallback', { invocationContext, userMessage });
+  return replaced ? { ...replaced, role: 'user' } : userMessage;
+}
+
 async function storeInvocation(ctx: EnqueueContext, input: EnqueueInput): Promise<Enqueued> {
   const app = ctx.apps.get(input?.app);
   if (!app) {
@@ -145,12 +170,13 @@ async function storeInvocation(ctx: EnqueueContext, input: EnqueueInput): Promis
       details: { field: 'userId' },
     });
   }
-  const content = typeof input.input === 'string' ? userText(input.input) : input.input;
-  if (!content || !Array.isArray(content.parts)) {
+  const given = typeof input.input === 'string' ? userText(input.input) : input.input;
+  if (!given || !Array.isArray(given.parts)) {
     throw new AgentloomError('VALIDATION', 'input must be a string or a Content {role, parts}', {
       details: { field: 'input' },
     });
   }
+  const content = await userMessageOf(ctx, app, input, given);
   if (input.stateDelta !== undefined) assertPlainObject(input.stateDelta, 'stateDelta');
   const maxLlmCalls = input.maxLlmCalls ?? ctx.defaultMaxLlmCalls;
   if (!Number.isInteger(maxLlmCalls) || maxLlmCalls < 1) {
@@ -307,6 +333,8 @@ async function enqueueInNewSession(
     createdAt: now,
     updatedAt: now,
     endedAt: null,
+    runEndHandledAt: now,
+    beforeRunAt: null,
   };
   const root: NodeRow = {
     invocationId,

@@ -21,7 +21,7 @@ import type { Db } from '../../store/db/database.js';
 import { appendEventTx } from '../../store/repos/events.js';
 import { getInvocation, setInvocationStatusTx } from '../../store/repos/invocations.js';
 import { getNode, wakeNodeTx, type NodeJobRef } from '../../store/repos/nodes.js';
-import type { RunTracing } from '../observe/run-trace.js';
+import type { RunHooks } from '../observe/run-hooks.js';
 import { answerBudgetTx } from './budget-answers.js';
 import { lockUnendedInvocationTx, unpauseAncestorsTx } from './unpause.js';
 import {
@@ -49,8 +49,8 @@ export async function answerTx(
     credential?: AuthCredential;
     /** Answer this call only (not the other calls waiting for the same credential). */
     alone?: boolean;
-    /** Ends the run's trace when a budget pause answered "stop" cancels it. */
-    tracing?: RunTracing;
+    /** Handles the run's end after the commit when a budget pause answered "stop" cancels it. */
+    hooks?: RunHooks;
   },
 ): Promise<{ invocationId: string; jobs: NodeJobRef[]; stopped?: boolean }> {
   if (typeof input?.id !== 'string' || input.id === '') {
@@ -123,7 +123,7 @@ export async function answerTx(
   }
   if (request.kind === 'elicitation') checkElicitationAnswer(input.id, request.request, input.response);
   if (request.kind === 'budget')
-    return answerBudgetTx(tx, request, input.response, options.by, options.tracing);
+    return answerBudgetTx(tx, request, input.response, options.by, options.hooks);
   const invocation = await lockUnendedInvocationTx(tx, invocationId);
   const node = await getNode(tx, invocationId, request.nodePath, true);
   if (!node) throw new AgentloomError('INTERNAL', `node ${request.nodePath} of a pending call is missing`);

@@ -136,8 +136,23 @@ export const invocations = pgTable(
     createdAt: createdAt(),
     updatedAt: updatedAt(),
     endedAt: timestamp('ended_at', { withTimezone: true, mode: 'date' }),
+    /**
+     * When the run's end was last handled after its commit (its trace, the plugins' afterRunCallback): a run whose
+     * `ended_at` is later is still to be handled, by exactly one process that claims it (store/repos/run-ends.ts).
+     * Defaults to the row's creation (rows that existed before the column count as handled).
+     */
+    runEndHandledAt: timestamp('run_end_handled_at', { withTimezone: true, mode: 'date' }).defaultNow(),
+    /**
+     * When the plugins' beforeRunCallback answered for this run (at its first step), stored with that answer in one
+     * commit: a later step, on any worker, does not ask again. Null: not asked yet (or no plugin asks).
+     */
+    beforeRunAt: timestamp('before_run_at', { withTimezone: true, mode: 'date' }),
   },
   (t) => [
+    // Ended runs whose end is not handled yet: what a worker's sweep finds after a crash.
+    index('invocations_run_end_pending_idx')
+      .on(t.endedAt)
+      .where(sql`ended_at > run_end_handled_at`),
     uniqueIndex('invocations_idempotency_idx').on(t.app, t.idempotencyKey),
     index('invocations_app_status_idx').on(t.app, t.status, t.createdAt),
     index('invocations_session_idx').on(t.sessionId),

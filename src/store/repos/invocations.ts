@@ -1,5 +1,5 @@
 /** Invocation rows: create, read, status transitions, budget. */
-import { and, desc, eq, lt, notInArray, sql } from 'drizzle-orm';
+import { and, desc, eq, inArray, lt, notInArray, sql } from 'drizzle-orm';
 import { AgentloomError } from '../../core/errors.js';
 import type { Db } from '../db/database.js';
 import { invocations, nodes } from '../db/schema.js';
@@ -132,4 +132,67 @@ export async function listInvocations(
     .where(conditions.length ? and(...conditions) : undefined)
     .orderBy(desc(invocations.createdAt))
     .limit(options.limit ?? 50);
+}
+
+/**
+ * Claims the handling of a run's end (its trace, afterRunCallback): the row for exactly one caller per end — the
+ * run ended (`ended_at` set) after its end was last handled — when its app is one of `apps` (a process claims only
+ * the ends it has the plugins for). Committed before anything is called, so a crash between the claim and the hooks
+ * loses them (at most once), never runs them twice. A retried run that ends again is claimed again (its new
+ * `ended_at` is later).
+ */
+export async function claimRunEnd(
+  db: Db,
+  id: string,
+  apps: readonly string[],
+): Promise<InvocationRow | undefined> {
+  if (apps.length === 0) return undefined;
+  const [row] = await db
+    .update(invocations)
+    .set({ runEndHandledAt: sql`greatest(now(), ${invocations.endedAt})` })
+    .where(
+      and(
+        eq(invocations.id, id),
+        sql`${invocations.endedAt} > ${invocations.runEndHandledAt}`,
+        inArray(invocations.app, [...apps]),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/**
+ * Ids of runs of `apps` that ended within the last hour and whose end is not handled yet (the process that ended
+ * them died before its claim), oldest first.
+ */
+export async function unhandledRunEnds(db: Db, apps: readonly string[], limit: number): Promise<string[]> {
+  if (apps.length === 0) return [];
+  const rows = await db
+    .select({ id: invocations.id })
+    .from(invocations)
+    .where(
+      and(
+        sql`${invocations.endedAt} > ${invocations.runEndHandledAt}`,
+        // Recent ends only: runs that ended while no process handled run ends (no tracing, no afterRunCallback)
+        // are not handled long after by an engine that starts with a plugin.
+        sql`${invocations.endedAt} > now() - interval '1 hour'`,
+        inArray(invocations.app, [...apps]),
+      ),
+    )
+    .orderBy(invocations.endedAt)
+    .limit(limit);
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Marks that the plugins' beforeRunCallback answered for run `id`, in the caller's transaction (with the answer's
+ * event, if it gave one); false when another step marked it first (its answer stands, this one is dropped).
+ */
+export async function markBeforeRunTx(tx: Db, id: string): Promise<boolean> {
+  const rows = await tx
+    .update(invocations)
+    .set({ beforeRunAt: sql`now()` })
+    .where(and(eq(invocations.id, id), sql`${invocations.beforeRunAt} is null`))
+    .returning({ id: invocations.id });
+  return rows.length > 0;
 }

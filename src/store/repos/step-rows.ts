@@ -70,6 +70,8 @@ export function invocationFromJson(r: Json): InvocationRow {
     createdAt: toDate(r.created_at),
     updatedAt: toDate(r.updated_at),
     endedAt: toDateOrNull(r.ended_at),
+    runEndHandledAt: toDateOrNull(r.run_end_handled_at),
+    beforeRunAt: toDateOrNull(r.before_run_at),
   };
 }
 

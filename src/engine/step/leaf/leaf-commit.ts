@@ -211,7 +211,7 @@ async function completeInOneStatement(
   }
   if (result.outcome === 'stale') return 'general';
   if (result.outcome === 'fenced') return undefined;
-  if (finish) await env.deps.tracing?.runEnded(env.deps.store.db, inv, { status: 'completed' });
+  if (finish) env.deps.runHooks?.noteEnded(inv.id);
   return afterAdvance(inv, parent, decision, result.advance, slot);
 }
 
@@ -273,13 +273,11 @@ async function endInvocationTx(env: StepEnv, tx: Db, inv: InvocationRow): Promis
         leaseOwner: null,
         leaseExpiresAt: null,
       });
-      // As written: the run's node spans are made from these rows.
-      Object.assign(node, { status: 'cancelled', updatedAt: new Date() });
     }
   }
   await cancelToolRequestsTx(tx, inv.id);
   const output = (await lastFinalText(tx, inv.sessionId, inv.id)) ?? null;
   await setInvocationStatusTx(tx, inv.id, 'completed', { output });
-  await env.deps.tracing?.runEnded(tx, inv, { status: 'completed' }, nodes);
+  env.deps.runHooks?.noteEnded(inv.id);
   return [];
 }

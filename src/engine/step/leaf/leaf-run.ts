@@ -13,6 +13,7 @@ import { parkLease, releaseLease, renewLease, type NodeRow } from '../../../stor
 import { readInvocationState } from '../../../store/repos/sessions.js';
 import { cancelledCallIds, withdrawToolRequestsTx } from '../../../store/repos/tool-requests.js';
 import { openElicitations } from '../../../agents/llm/journal.js';
+import { beforeRunOutcome } from './before-run.js';
 import { commitLeaf } from './leaf-commit.js';
 import { SHUTDOWN } from '../env/local-steps.js';
 import { LeaseGuard } from '../runtime/lease-guard.js';
@@ -92,7 +93,9 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
     try {
       // Raced with the abort: a model or tool call that ignores its signal cannot hold the step past a cancel,
       // a deadline or a shutdown (whatever it does afterwards is refused: every write checks the signal and the fence).
-      outcome = await raceAbort(agent.runLeaf(runtime), controller.signal);
+      const leafRun = async (rt: EngineNodeRuntime) =>
+        (await beforeRunOutcome(env, inv, claimed.agent, events, rt)) ?? agent.runLeaf(rt);
+      outcome = await raceAbort(leafRun(runtime), controller.signal);
     } catch (err) {
       const reason: unknown = controller.signal.reason;
       if (controller.signal.aborted && hasErrorCode(reason, 'TIMEOUT')) {
@@ -113,8 +116,10 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
         logStop(log, err, reason);
         report(isSuperseded(err, reason) ? 'superseded' : 'stopped');
         return {};
-      } else if (isInfrastructureError(err)) throw err;
-      else outcome = { status: 'failed', error: toStoredError(err) };
+      } else if (isInfrastructureError(err) || hasErrorCode(err, 'PLUGIN_ERROR')) {
+        // A fault of the machinery, or a plugin that threw: nothing is committed and the queue runs the step again.
+        throw err;
+      } else outcome = { status: 'failed', error: toStoredError(err) };
     }
     const status = outcome instanceof NodeSuspended ? 'waiting' : outcome.status;
     const slot: ContinuationSlot = { allow: !env.local.stopping && !controller.signal.aborted };
@@ -141,6 +146,8 @@ async function runStep(env: StepEnv, leaf: ClaimedLeaf, span: StepTrace | undefi
       env.deps.onInvocationEnded(inv.id);
     }
     await wake(env, jobs, inv);
+    // The run's end, if this commit wrote it: its trace and afterRunCallback, after the commit.
+    await env.deps.runHooks?.afterCommit();
     log.debug({ status }, 'step committed');
     return slot.taken ? { next: slot.taken } : {};
   } finally {

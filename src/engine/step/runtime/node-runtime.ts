@@ -37,6 +37,8 @@ import type { Logger } from 'pino';
 import type { ChildOutcome, ElicitationAnswer, ElicitationRequest, Tool } from '../../../tools/tool.js';
 import type { Toolset } from '../../../tools/toolset.js';
 import { stopped, type LeaseGuard } from './lease-guard.js';
+import type { RunHooks } from '../../observe/run-hooks.js';
+import type { PluginManager } from '../../../plugins/plugin-manager.js';
 
 /** What the runtime needs from the engine (SpendDeps: the apps, prices, spends' reports). */
 export interface NodeRuntimeDeps extends SpendDeps, LiveRefs {
@@ -50,6 +52,8 @@ export interface NodeRuntimeDeps extends SpendDeps, LiveRefs {
   vault?: CredentialVault;
   /** The shared model rate limits (`createEngine({ rateLimits })`), when any. */
   rateLimiter?: ModelRateLimiter;
+  /** The after-commit hooks and the plugins (absent: none). */
+  runHooks?: RunHooks;
 }
 
 /** The invocation a node belongs to (the fields a step needs). */
@@ -58,6 +62,8 @@ export interface InvocationInfo {
   app: string;
   sessionId: string;
   userId: string;
+  /** The root agent's name (what plugins' run callbacks are told). */
+  rootAgent?: string;
   /** How the invocation was forked (engine.fork): its `instruction` overrides, by agent name. */
   fork?: Record<string, unknown> | null;
   /** The run's budget as stored when the step was claimed (null: none; see engine/step/runtime/budget-gate.ts). */
@@ -122,6 +128,15 @@ export class EngineNodeRuntime implements NodeRuntime {
     return this.currentState;
   }
 
+  get plugins(): PluginManager | undefined {
+    return this.deps.runHooks?.plugins;
+  }
+
+  /** After an event's commit: the plugins' onEventCallback (a throw fails the step: PLUGIN_ERROR). */
+  private async stored(event: Event): Promise<void> {
+    await this.deps.runHooks?.eventsStored(this.invocation, [event]);
+  }
+
   instructionOverride(agentName: string): string | undefined {
     const overrides = this.invocation.fork?.instruction as Record<string, unknown> | undefined;
     const text = overrides?.[agentName];
@@ -174,6 +189,7 @@ export class EngineNodeRuntime implements NodeRuntime {
       actions.appendToState ?? [],
     );
     this.recordStored(stored);
+    await this.stored(stored);
     return stored;
   }
 
@@ -197,7 +213,9 @@ export class EngineNodeRuntime implements NodeRuntime {
     if (this.signal.aborted) throw new AgentloomError('CANCELLED', 'the invocation was cancelled');
     await this.flush();
     const prepared = prepareEvent(this.appendInput(event));
-    if (prepared.changesState) {
+    // Stored at once when plugins watch events: onEventCallback follows each commit, and a deferred event would
+    // commit with the step's completion, out of the runtime's sight.
+    if (prepared.changesState || this.deps.runHooks?.handlesEvents) {
       await this.emit(event);
       return;
     }

@@ -73,6 +73,7 @@ export async function advanceWorkflow(env: StepEnv, job: WorkflowJob): Promise<C
     return advanceInTx(env, tx, { inv, row, agent, slot });
   });
   await wake(env, jobs, inv);
+  await env.deps.runHooks?.afterCommit();
   return slot.taken;
 }
 
@@ -264,7 +265,7 @@ export async function settleTx(
   } else if (status === 'paused' || status === 'cancelled') {
     await setInvocationStatusTx(tx, inv.id, status, {}, unlessEnded);
   }
-  // The run's node spans, parents of its steps' (read in this transaction: it sees the nodes as they end).
-  if (status !== 'paused') await env.deps.tracing?.runEnded(tx, inv, { status, error });
+  // The run's end (its node spans, afterRunCallback) is handled after this transaction commits.
+  if (status !== 'paused') env.deps.runHooks?.noteEnded(inv.id);
   return [];
 }
