@@ -1,6 +1,6 @@
 // How long `agentloom dev` takes to answer its first /healthz: spawned, polled every 20 ms, then its process group
-// stopped. Each round starts, in turn: the checkout's bin (the sources through tsx) on a new --data directory with
-// the PGlite template and without it (AGENTLOOM_PGLITE_TEMPLATE=off: initdb in WebAssembly), the compiled build
+// stopped. Each round starts, in turn: the checkout's bin (its CLI bundle when the build is current, else the sources
+// through tsx) on a new --data directory with the PGlite template and without it (AGENTLOOM_PGLITE_TEMPLATE=off: initdb in WebAssembly), the compiled build
 // (dist/src/cli/main.js, what an installed package runs) on a new directory, and the bin again on the directory of
 // its first start (an existing database). Interleaved, so a busy moment of the machine falls on every variant.
 // Prints each variant's times, median and range. Needs `npm run build` (dist/) and a cached template (one start
@@ -62,10 +62,10 @@ async function startOnce({ entry, data, env }) {
 const bin = join(REPO, 'bin/agentloom.js');
 const built = join(REPO, 'dist/src/cli/main.js');
 const variants = {
-  'new --data, template (sources through tsx)': { entry: bin, env: {} },
-  'new --data, no template (sources through tsx)': { entry: bin, env: { AGENTLOOM_PGLITE_TEMPLATE: 'off' } },
+  'new --data, template (bin)': { entry: bin, env: {} },
+  'new --data, no template (bin)': { entry: bin, env: { AGENTLOOM_PGLITE_TEMPLATE: 'off' } },
   'new --data, template (compiled build)': { entry: built, env: {} },
-  'existing --data (sources through tsx)': { entry: bin, env: {}, existing: true },
+  'existing --data (bin)': { entry: bin, env: {}, existing: true },
 };
 const times = Object.fromEntries(Object.keys(variants).map((k) => [k, []]));
 const dirs = [];
