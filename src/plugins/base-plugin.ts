@@ -41,6 +41,13 @@ export interface PluginAgent {
   readonly description?: string;
 }
 
+/** What every tool callback receives: the tool, its arguments (editable in place before it runs) and its context. */
+export interface ToolCallbackParams {
+  tool: Tool;
+  toolArgs: Record<string, unknown>;
+  toolContext: ToolContext;
+}
+
 type Maybe<T> = Promise<T | undefined | void> | T | undefined | void;
 
 /** The twelve callbacks of ADK TypeScript's BasePlugin, in the order a run meets them. */
@@ -137,31 +144,19 @@ export abstract class BasePlugin {
   }
 
   /** Before a tool runs (`toolArgs` may be edited in place): return a result to skip the tool. */
-  beforeToolCallback(_p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-  }): Maybe<Record<string, unknown>> {
+  beforeToolCallback(_p: ToolCallbackParams): Maybe<Record<string, unknown>> {
     return undefined;
   }
 
   /** After a tool ran: return a result to replace the tool's. */
-  afterToolCallback(_p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    result: Record<string, unknown>;
-  }): Maybe<Record<string, unknown>> {
+  afterToolCallback(
+    _p: ToolCallbackParams & { result: Record<string, unknown> },
+  ): Maybe<Record<string, unknown>> {
     return undefined;
   }
 
   /** A tool threw: return a result to answer the model with (otherwise it sees `{error: message}`). */
-  onToolErrorCallback(_p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    error: Error;
-  }): Maybe<Record<string, unknown>> {
+  onToolErrorCallback(_p: ToolCallbackParams & { error: Error }): Maybe<Record<string, unknown>> {
     return undefined;
   }
 }

@@ -14,6 +14,7 @@ import {
   BasePlugin,
   type CallbackContext,
   type PluginAgent,
+  type ToolCallbackParams,
   type PluginInvocationContext,
   type RunOutcome,
 } from './base-plugin.js';
@@ -144,35 +145,21 @@ export class LoggingPlugin extends BasePlugin {
     return undefined;
   }
 
-  override beforeToolCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-  }): undefined {
+  override beforeToolCallback(p: ToolCallbackParams): undefined {
     const fields = toolFields(p.tool, p.toolContext);
     this.log(fields, 'tool call');
     this.detail({ ...fields, args: p.toolArgs }, 'tool call arguments');
     return undefined;
   }
 
-  override afterToolCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    result: Record<string, unknown>;
-  }): undefined {
+  override afterToolCallback(p: ToolCallbackParams & { result: Record<string, unknown> }): undefined {
     const fields = toolFields(p.tool, p.toolContext);
     this.log(fields, 'tool result');
     this.detail({ ...fields, result: p.result }, 'tool result value');
     return undefined;
   }
 
-  override onToolErrorCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    error: Error;
-  }): undefined {
+  override onToolErrorCallback(p: ToolCallbackParams & { error: Error }): undefined {
     this.logger?.warn({ err: p.error, ...toolFields(p.tool, p.toolContext) }, 'tool call failed');
     return undefined;
   }

@@ -9,8 +9,8 @@
  * call that failed is made again; another worker that resumes the run reads the stored count. Nothing is kept in the
  * plugin object. Calls of one tool side by side in one model turn read the same count.
  */
-import type { Tool, ToolContext } from '../tools/tool.js';
-import { BasePlugin } from './base-plugin.js';
+import type { Tool } from '../tools/tool.js';
+import { BasePlugin, type ToolCallbackParams } from './base-plugin.js';
 
 /** `response_type` of a reflection answer (ADK's constant): how the plugin recognises its own answers. */
 export const REFLECT_AND_RETRY_RESPONSE_TYPE = 'ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN';
@@ -43,12 +43,9 @@ export class ReflectAndRetryToolPlugin extends BasePlugin {
     return `temp:${this.name}:${tool.name}`;
   }
 
-  override onToolErrorCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    error: Error;
-  }): Record<string, unknown> | undefined {
+  override onToolErrorCallback(
+    p: ToolCallbackParams & { error: Error },
+  ): Record<string, unknown> | undefined {
     const key = this.keyOf(p.tool);
     const used = Number(p.toolContext.state.get(key) ?? 0);
     if (used >= this.maxRetries) return undefined;
@@ -63,12 +60,7 @@ export class ReflectAndRetryToolPlugin extends BasePlugin {
     };
   }
 
-  override afterToolCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    result: Record<string, unknown>;
-  }): undefined {
+  override afterToolCallback(p: ToolCallbackParams & { result: Record<string, unknown> }): undefined {
     // A success resets the tool's count. Neither the plugin's own reflection answer nor an `{error}` (the error
     // passed through once the retries were used up) is one.
     if (p.result.response_type === REFLECT_AND_RETRY_RESPONSE_TYPE || 'error' in p.result) return undefined;

@@ -30,6 +30,7 @@ import {
   type PluginInvocationContext,
   type RunOutcome,
   type Tool,
+  type ToolCallbackParams,
   type ToolContext,
 } from '../../src/index.js';
 import { claimRunEnd } from '../../src/store/repos/invocations.js';
@@ -105,32 +106,18 @@ class Recorder extends BasePlugin {
       ? { content: { role: 'model', parts: [{ text: 'recovered' }] } }
       : undefined;
   }
-  override beforeToolCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-  }) {
+  override beforeToolCallback(p: ToolCallbackParams) {
     this.note('beforeToolCallback', p.toolContext.invocationId, p.tool.name);
     // Changed in place: what the agent's callbacks and the tool see next.
     if (this.name === 'second' && p.tool.name === 'lookup' && p.toolArgs.q === 'original')
       p.toolArgs.q = 'changed';
     return this.answers.tool?.[p.tool.name];
   }
-  override afterToolCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    result: Record<string, unknown>;
-  }) {
+  override afterToolCallback(p: ToolCallbackParams & { result: Record<string, unknown> }) {
     this.note('afterToolCallback', p.toolContext.invocationId, p.tool.name);
     return undefined;
   }
-  override onToolErrorCallback(p: {
-    tool: Tool;
-    toolArgs: Record<string, unknown>;
-    toolContext: ToolContext;
-    error: Error;
-  }) {
+  override onToolErrorCallback(p: ToolCallbackParams & { error: Error }) {
     this.note('onToolErrorCallback', p.toolContext.invocationId, p.tool.name);
     return undefined;
   }
